@@ -1,0 +1,217 @@
+//! The chapters embedded in this binary, read into plain types. Knows nothing about processes or terminals.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::i18n::Lang;
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
+}
+
+/// A text in each language the course speaks.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Text {
+    pub zh: String,
+    pub en: String,
+}
+
+impl Text {
+    pub fn get(&self, lang: Lang) -> &str {
+        match lang {
+            Lang::Zh => &self.zh,
+            Lang::En => &self.en,
+        }
+    }
+}
+
+/// One test group of a chapter: a Lab, run by the module named after its slug.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Group {
+    pub slug: String,
+    pub lab: String,
+    pub name: Text,
+    pub hint: Text,
+    /// Optional groups are graded and shown, but never decide the verdict.
+    #[serde(default)]
+    pub optional: bool,
+}
+
+impl Group {
+    /// The test module that holds this group's tests (`plain-stop` → `plain_stop`).
+    pub fn module(&self) -> String {
+        self.slug.replace('-', "_")
+    }
+
+    /// Does `query` name this group? Slug (either spelling), either language's name, or the Lab number.
+    pub fn is_named(&self, query: &str) -> bool {
+        let q = query.trim();
+        q.eq_ignore_ascii_case(&self.slug)
+            || q.eq_ignore_ascii_case(&self.module())
+            || q == self.name.zh
+            || q.eq_ignore_ascii_case(&self.name.en)
+            || q == self.lab
+            || q.strip_prefix("Lab ").or_else(|| q.strip_prefix("lab ")) == Some(self.lab.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct Manifest {
+    id: String,
+    title: Text,
+    snapshot: Option<String>,
+    default_dir: String,
+    editable: Vec<String>,
+    test_target: String,
+    guide: Text,
+    #[serde(rename = "group")]
+    groups: Vec<Group>,
+}
+
+/// A chapter: its manifest plus where its files live in the embedded tree.
+#[derive(Debug, Clone)]
+pub struct Chapter {
+    pub id: String,
+    /// The folder name under `chapters/`, e.g. `07-agent-loop`.
+    pub folder: String,
+    pub title: Text,
+    pub snapshot: Option<String>,
+    pub default_dir: String,
+    pub editable: Vec<String>,
+    pub test_target: String,
+    pub guide: Text,
+    pub groups: Vec<Group>,
+}
+
+/// A file as it goes into a practice directory.
+#[derive(Debug, Clone, Copy)]
+pub struct File {
+    /// Path inside the practice directory, `/`-separated.
+    pub path: &'static str,
+    pub bytes: &'static [u8],
+}
+
+impl Chapter {
+    fn embedded_under(prefix: &str) -> impl Iterator<Item = File> + '_ {
+        embedded::FILES.iter().filter_map(move |(path, bytes)| {
+            path.strip_prefix(prefix)
+                .map(|rest| File { path: rest, bytes })
+        })
+    }
+
+    /// The given files, in the order they are written: the snapshot, then the chapter's own files
+    /// (a chapter file overrides a snapshot file of the same path).
+    pub fn given_files(&self) -> Vec<File> {
+        let mut by_path: BTreeMap<&'static str, File> = BTreeMap::new();
+        if let Some(snapshot) = &self.snapshot {
+            for f in Self::embedded_under(&format!("snapshots/{snapshot}/")) {
+                by_path.insert(f.path, f);
+            }
+        }
+        for f in Self::embedded_under(&format!("chapters/{}/files/", self.folder)) {
+            by_path.insert(f.path, f);
+        }
+        for editable in &self.editable {
+            by_path.remove(editable.as_str());
+        }
+        by_path.into_values().collect()
+    }
+
+    /// The editable files as the learner first receives them (the skeleton).
+    pub fn skeleton_files(&self) -> Vec<File> {
+        let skeleton: Vec<File> =
+            Self::embedded_under(&format!("chapters/{}/skeleton/", self.folder)).collect();
+        self.editable
+            .iter()
+            .filter_map(|path| skeleton.iter().find(|f| f.path == path).copied())
+            .collect()
+    }
+
+    /// Finds a group by slug, name or Lab number.
+    pub fn group(&self, query: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.is_named(query))
+    }
+
+    /// Is `query` a name of this chapter? `07`, `7`, `07-agent-loop` or `agent-loop`.
+    fn is_named(&self, query: &str) -> bool {
+        let q = query.trim();
+        q == self.id
+            || q == self.folder
+            || self.folder.split_once('-').is_some_and(|(_, slug)| q == slug)
+            || (q.parse::<u32>().ok()).is_some_and(|n| self.id.parse::<u32>() == Ok(n))
+    }
+}
+
+/// Every chapter embedded in the binary.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub chapters: Vec<Chapter>,
+}
+
+impl Catalog {
+    /// Reads the embedded manifests. A malformed manifest is a bug in this build, so it panics with the
+    /// manifest's path; the project's tests load the catalog, so such a build never ships.
+    pub fn embedded() -> Catalog {
+        let mut chapters = Vec::new();
+        for (path, bytes) in embedded::FILES {
+            let Some(rest) = path.strip_prefix("chapters/") else { continue };
+            let Some((folder, "chapter.toml")) = rest.split_once('/') else { continue };
+            let text = std::str::from_utf8(bytes).expect("chapter.toml is UTF-8");
+            let m: Manifest =
+                toml::from_str(text).unwrap_or_else(|e| panic!("invalid {path}: {e}"));
+            chapters.push(Chapter {
+                id: m.id,
+                folder: folder.to_string(),
+                title: m.title,
+                snapshot: m.snapshot,
+                default_dir: m.default_dir,
+                editable: m.editable,
+                test_target: m.test_target,
+                guide: m.guide,
+                groups: m.groups,
+            });
+        }
+        chapters.sort_by(|a, b| a.id.cmp(&b.id));
+        Catalog { chapters }
+    }
+
+    pub fn chapter(&self, query: &str) -> Option<&Chapter> {
+        self.chapters.iter().find(|c| c.is_named(query))
+    }
+
+    /// A chapter's file from `templates/` or elsewhere in the embedded tree, by repository path.
+    pub fn file(path: &str) -> Option<&'static [u8]> {
+        embedded::FILES
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, bytes)| *bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chapter_07_is_embedded_without_its_solution() {
+        let catalog = Catalog::embedded();
+        let ch = catalog.chapter("07").expect("chapter 07");
+        assert_eq!(ch.groups.len(), 6);
+        assert!(embedded::FILES
+            .iter()
+            .all(|(p, _)| !p.contains("/solution/") && !p.ends_with("mutants.toml")));
+        assert!(ch.given_files().iter().all(|f| f.path != "src/agent_loop.rs"));
+        assert_eq!(ch.skeleton_files().len(), ch.editable.len());
+    }
+
+    #[test]
+    fn groups_are_found_by_slug_name_and_lab() {
+        let catalog = Catalog::embedded();
+        let ch = catalog.chapter("7").unwrap();
+        for q in ["plain-stop", "plain_stop", "纯文本 stop", "7.1", "Lab 7.1"] {
+            assert_eq!(ch.group(q).map(|g| g.slug.as_str()), Some("plain-stop"), "{q}");
+        }
+        assert!(ch.group("7.9").is_none());
+    }
+}

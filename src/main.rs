@@ -1,0 +1,38 @@
+//! pi-course: make practice directories for the pi course and grade them.
+
+mod catalog;
+mod cli;
+mod error;
+mod grade;
+mod i18n;
+mod list;
+mod practice;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::catalog::Catalog;
+use crate::cli::{Cli, Command};
+use crate::i18n::Lang;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let lang = Lang::resolve(cli.lang);
+    let catalog = Catalog::embedded();
+    let outcome = match cli.command {
+        Command::Practice { chapter, dir } => practice::run(&catalog, lang, &chapter, dir),
+        Command::Grade(args) => grade::run(&catalog, lang, args),
+        Command::List => list::run(&catalog, lang),
+        Command::Watch { .. } | Command::Hint { .. } | Command::Status { .. } => {
+            Err(error::UserError::new("not yet available"))
+        }
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{}: {e}", lang.t("error-prefix", &[]));
+            ExitCode::from(2)
+        }
+    }
+}
