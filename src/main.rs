@@ -6,6 +6,7 @@ mod error;
 mod grade;
 mod i18n;
 mod list;
+mod metadata;
 mod practice;
 
 use std::process::ExitCode;

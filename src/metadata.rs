@@ -1,0 +1,109 @@
+//! The small metadata file every practice directory carries: `.pi-course/practice.toml`.
+//!
+//! It names the chapter and fingerprints every given file, so `grade` and `status` can tell which given
+//! files a learner changed (grading still uses the pristine copies from the catalog). The last grade's
+//! verdict per Lab is kept beside it in `.pi-course/last-grade.json`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::catalog::{Catalog, Chapter};
+use crate::error::{Result, UserError};
+use crate::i18n::Lang;
+
+pub const DIR: &str = ".pi-course";
+pub const FILE: &str = ".pi-course/practice.toml";
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Metadata {
+    /// The chapter id, e.g. "07".
+    pub chapter: String,
+    /// The pi-course version that made the directory.
+    pub made_by: String,
+    /// Seconds since the Unix epoch when the directory was made.
+    pub created: u64,
+    /// sha256 (hex) of every given file, by path relative to the directory.
+    pub given: BTreeMap<String, String>,
+}
+
+/// sha256 of `bytes`, as lowercase hex.
+pub fn fingerprint(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Metadata {
+    pub fn for_chapter(chapter: &Chapter) -> Metadata {
+        let created = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        Metadata {
+            chapter: chapter.id.clone(),
+            made_by: env!("CARGO_PKG_VERSION").to_string(),
+            created,
+            given: chapter
+                .given_files()
+                .iter()
+                .map(|f| (f.path.to_string(), fingerprint(f.bytes)))
+                .collect(),
+        }
+    }
+
+    pub fn to_toml(&self) -> String {
+        let mut s = String::from(
+            "# Made by pi-course. Do not edit: grading uses it to find the chapter and the pristine files.\n",
+        );
+        s.push_str(&toml::to_string(self).expect("metadata serializes"));
+        s
+    }
+}
+
+/// An opened practice directory: where it is, its metadata and its chapter from the catalog.
+#[derive(Debug, Clone)]
+pub struct Practice {
+    pub dir: PathBuf,
+    pub metadata: Metadata,
+    pub chapter: Chapter,
+}
+
+impl Practice {
+    /// Opens `dir` as a practice directory, or says clearly why it is not one.
+    pub fn open(catalog: &Catalog, lang: Lang, dir: &Path) -> Result<Practice> {
+        let shown = dir.display();
+        if !dir.is_dir() {
+            return Err(UserError::new(lang.t("not-a-directory", &[("dir", &shown)]))
+                .with_fix(lang.t("fix-make-practice", &[])));
+        }
+        let file = dir.join(FILE);
+        let text = fs::read_to_string(&file).map_err(|_| {
+            UserError::new(lang.t("not-a-practice-dir", &[("dir", &shown)]))
+                .with_fix(lang.t("fix-make-practice", &[]))
+        })?;
+        let metadata: Metadata = toml::from_str(&text).map_err(|e| {
+            UserError::new(lang.t("metadata-invalid", &[("file", &file.display()), ("error", &e.message())]))
+                .with_fix(lang.t("fix-make-practice", &[]))
+        })?;
+        let chapter = catalog.chapter(&metadata.chapter).cloned().ok_or_else(|| {
+            UserError::new(lang.t("metadata-unknown-chapter", &[("chapter", &metadata.chapter)]))
+                .with_fix(lang.t("fix-upgrade", &[]))
+        })?;
+        Ok(Practice { dir: dir.to_path_buf(), metadata, chapter })
+    }
+
+    /// Given files whose content differs from the pristine copy (or that are missing), sorted.
+    pub fn changed_given_files(&self) -> Vec<String> {
+        self.chapter
+            .given_files()
+            .iter()
+            .filter(|f| match fs::read(self.dir.join(f.path)) {
+                Ok(bytes) => bytes != f.bytes,
+                Err(_) => true,
+            })
+            .map(|f| f.path.to_string())
+            .collect()
+    }
+}
