@@ -1,0 +1,216 @@
+//! Lab 7.5 取消与上限 / cancellation and limits: the signal is checked before every request and after
+//! every batch; max_steps bounds the number of model turns.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use pi_course::agent_loop::RunReason;
+use pi_course::message::Message;
+use serde_json::json;
+
+use crate::support::*;
+
+/// Step 5: a signal aborted before the run starts means no model call at all: steps 0, the caller's
+/// messages returned as given, a single turn_end(aborted) and nothing else.
+#[tokio::test(start_paused = true)]
+async fn an_abort_before_the_run_calls_no_model_and_returns_zero_steps() {
+    let run = setup(vec![text_reply("never requested")]);
+    run.signal().cancel();
+    let out = run.run().await;
+
+    assert_eq!(
+        out.model.calls(),
+        0,
+        "signal 在运行前已取消：发起模型请求前必须先检查它，不得调用模型（第五步）/ no model call after an early abort"
+    );
+    assert_eq!(
+        out.kinds(),
+        ["turn_end(Aborted)"],
+        "提前取消的运行只发出一个 turn_end(aborted) / an early abort emits only turn_end(aborted)"
+    );
+    out.assert_ends(RunReason::Aborted, "运行前已取消 / aborted before the run");
+    assert_eq!(
+        out.result.steps, 0,
+        "没有模型回合，steps 应为 0 / no model turn: steps must be 0"
+    );
+    assert_eq!(
+        out.result.messages,
+        caller_messages(),
+        "提前取消时返回的 messages 应与调用者给的一致 / the messages must come back as given"
+    );
+    out.assert_context_untouched();
+}
+
+/// Runs one batch of two gated calls (`a`, `b`); while both run, the test aborts the run's signal and
+/// then releases them.
+async fn abort_during_batch(max_steps: usize) -> Outcome {
+    let calls = vec![
+        call("a", "lookup", json!({})),
+        call("b", "lookup", json!({})),
+    ];
+    let mut run = setup(vec![tool_use(calls), text_reply("never requested")]);
+    let bench = Bench::new(&["a", "b"]);
+    run.options.executor = Some(bench.executor());
+    run.options.max_steps = max_steps;
+    let (b, signal) = (bench.clone(), run.signal());
+    run.run_with(Box::pin(async move {
+        b.wait_started(
+            &["a", "b"],
+            "toolUse 回合的两个调用都应启动 / both calls must start",
+        )
+        .await;
+        signal.cancel();
+        b.release("a");
+        b.release("b");
+    }))
+    .await
+}
+
+fn check_aborted_batch(out: &Outcome, rule: &str) {
+    let mut wanted = roles(&caller_messages());
+    wanted.extend(["assistant", "toolResult(a)", "toolResult(b)"].map(String::from));
+    assert_eq!(
+        roles(&out.result.messages),
+        wanted,
+        "{rule}：已提交的执行返回后，先保留它们的配对结果，再以 aborted 结束（第五步）\n  \
+         the batch's results must be kept and paired before the run ends aborted"
+    );
+    assert_eq!(
+        out.model.calls(),
+        1,
+        "{rule}：一批工具完成后要检查 signal，取消后不得再请求模型，实际请求 {} 次 / no request after an abort",
+        out.model.calls()
+    );
+    out.assert_ends(RunReason::Aborted, rule);
+    assert_eq!(
+        out.result.steps, 1,
+        "只进行了一次模型回合 / one model turn was made"
+    );
+}
+
+/// Step 5: an abort while tools run lets the batch finish; its results are written and paired, the
+/// model is not asked again and the run ends aborted.
+#[tokio::test(start_paused = true)]
+async fn an_abort_during_a_batch_keeps_its_results_and_requests_nothing_more() {
+    let out = abort_during_batch(8).await;
+    check_aborted_batch(&out, "工具执行期间取消 / aborted while tools run");
+}
+
+/// Step 5: the signal is checked right after a batch is written, so an abort during the last allowed
+/// batch ends the run aborted, not max_steps.
+#[tokio::test(start_paused = true)]
+async fn an_abort_during_the_last_allowed_batch_ends_aborted_not_max_steps() {
+    let out = abort_during_batch(1).await;
+    check_aborted_batch(
+        &out,
+        "最后一个允许的回合中取消：批次结束后立即检查 signal / abort in the last allowed turn",
+    );
+}
+
+/// Step 5: the last allowed toolUse turn still executes and writes its results, then the run ends with
+/// max_steps: every message in the transcript is one the model or a tool really produced.
+#[tokio::test(start_paused = true)]
+async fn max_steps_writes_the_last_turns_results_then_ends_max_steps() {
+    let (first, second) = (tool_use(vec![echo("t1")]), tool_use(vec![echo("t2")]));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut run = setup(vec![
+        first.clone(),
+        second.clone(),
+        text_reply("never requested"),
+    ]);
+    run.options.tools = counting_tools(&runs);
+    run.options.max_steps = 2;
+    let out = run.run().await;
+
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "最后一个允许的 toolUse 回合仍要执行其工具 / the last allowed turn still runs its tools"
+    );
+    let mut wanted = roles(&caller_messages());
+    wanted.extend(["assistant", "toolResult(t1)", "assistant", "toolResult(t2)"].map(String::from));
+    assert_eq!(
+        roles(&out.result.messages),
+        wanted,
+        "写完最后一批结果就以 maxSteps 结束：最后一条应是工具结果（第五步）/ the transcript must end with the last result"
+    );
+    let messages = &out.result.messages;
+    let base = caller_messages().len();
+    assert_eq!(
+        (&messages[base], &messages[base + 2]),
+        (&Message::Assistant(first), &Message::Assistant(second)),
+        "transcript 中的 assistant 必须是模型真实给出的消息 / assistants must be the model's own"
+    );
+    out.assert_ends(
+        RunReason::MaxSteps,
+        "回合数达到 max_steps / max_steps reached",
+    );
+    assert_eq!(
+        (out.result.steps, out.model.calls()),
+        (2, 2),
+        "(steps, 模型调用次数) 应为 (2, 2) / (steps, model calls) must be (2, 2)"
+    );
+}
+
+/// Step 5: reaching max_steps never invents a stop message: after the last tool_end comes only the
+/// turn_end, no assistant_message the model never produced.
+#[tokio::test(start_paused = true)]
+async fn reaching_max_steps_never_invents_a_stop_message() {
+    let mut run = setup(vec![
+        tool_use(vec![echo("t1")]),
+        text_reply("never requested"),
+    ]);
+    run.options.tools = counting_tools(&Arc::new(AtomicUsize::new(0)));
+    run.options.max_steps = 1;
+    let out = run.run().await;
+
+    let kinds = out.kinds();
+    let tail: Vec<&str> = kinds
+        .iter()
+        .rev()
+        .take(2)
+        .rev()
+        .map(|k| k.as_str())
+        .collect();
+    assert_eq!(
+        tail,
+        ["tool_end(t1)", "turn_end(MaxSteps)"],
+        "到达上限时不要伪造一条模型从未生成的 stop 消息（第五步）/ no invented message at max_steps: {kinds:?}"
+    );
+    assert_eq!(
+        out.events.count("assistant_message"),
+        out.model.calls(),
+        "每个 assistant_message 都应对应一次真实的模型请求 / one assistant_message per real model call"
+    );
+    assert_eq!(
+        out.result.messages.last().map(|m| matches!(m, Message::ToolResult(_))),
+        Some(true),
+        "transcript 的最后一条应是工具结果，而不是伪造的 assistant / the last message must be the tool result"
+    );
+    out.assert_ends(RunReason::MaxSteps, "max_steps = 1");
+}
+
+/// Step 5: every loop iteration consumes at most one model request, so the model is called exactly
+/// max_steps times when it keeps asking for tools.
+#[tokio::test(start_paused = true)]
+async fn the_model_is_called_exactly_max_steps_times_when_it_keeps_using_tools() {
+    let script = (1..=5)
+        .map(|i| tool_use(vec![echo(&format!("t{i}"))]))
+        .collect();
+    let mut run = setup(script);
+    run.options.tools = counting_tools(&Arc::new(AtomicUsize::new(0)));
+    run.options.max_steps = 3;
+    let out = run.run().await;
+
+    assert_eq!(
+        out.model.calls(),
+        3,
+        "max_steps = 3 时模型应恰好被请求 3 次，实际 {} 次 / the model must be called exactly max_steps times",
+        out.model.calls()
+    );
+    assert_eq!(
+        out.result.steps, 3,
+        "steps 应等于 max_steps / steps must equal max_steps"
+    );
+    out.assert_ends(RunReason::MaxSteps, "max_steps = 3");
+}
