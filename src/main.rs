@@ -1,5 +1,6 @@
 //! pi-course: make practice directories for the pi course and grade them.
 
+mod cache;
 mod catalog;
 mod cli;
 mod error;
@@ -8,6 +9,8 @@ mod i18n;
 mod list;
 mod metadata;
 mod practice;
+mod process;
+mod report;
 
 use std::process::ExitCode;
 

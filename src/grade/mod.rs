@@ -1,15 +1,320 @@
 //! `pi-course grade`: build the learner's code against the pristine given files and run the groups.
+//!
+//! A pipeline of small stages, each in its own module:
+//! open ([`select_groups`], `Practice::open`) → [`prepare`] (a shared build directory in the cache) →
+//! [`build`] (`cargo test --no-run`) → list and run ([`runner`]: one process group per test, with a
+//! timeout) → collect ([`outcome`]) → report (`crate::report`) and [`last`] (the verdict per Lab).
+//! [`grade`] runs the pipeline in-process, so `watch` can call it too.
 
+pub mod build;
+pub mod last;
+pub mod libtest;
+pub mod outcome;
+pub mod prepare;
+pub mod runner;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
-use crate::catalog::Catalog;
-use crate::cli::GradeArgs;
+use crate::catalog::{Catalog, Chapter, Group};
+use crate::cli::{Format, GradeArgs};
 use crate::error::{Result, UserError};
 use crate::i18n::Lang;
+use crate::metadata::Practice;
+use crate::{cache, report};
 
-/// Per-test timeout when none is given: the tests finish in milliseconds, so this only bounds a hang.
-pub const DEFAULT_TIMEOUT_SECS: u64 = 10;
+pub use outcome::{GradeResult, GroupResult, Problem, Status, Warning};
 
-pub fn run(_catalog: &Catalog, _lang: Lang, _args: GradeArgs) -> Result<ExitCode> {
-    Err(UserError::new("grade: not yet implemented"))
+/// Per-test timeout when none is given. The chapter's tests finish in milliseconds (they run on a paused
+/// clock), so this only bounds a busy loop or a deadlock; it leaves room for a slow machine's first start
+/// of a freshly linked binary. Hung tests give up their slot early (see [`runner::SLOW`]), so even a loop
+/// that hangs every test costs about this long plus half a second per test spread over the cores.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 5;
+
+/// How to grade, independent of what to grade.
+#[derive(Debug, Clone)]
+pub struct GradeOptions {
+    /// The cache root (see [`cache::root`]).
+    pub cache: PathBuf,
+    pub timeout: Duration,
+    /// Tests run at once; the number of cores by default.
+    pub jobs: usize,
+    /// Render compiler diagnostics with ANSI colors.
+    pub color: bool,
+    /// Record the verdict per Lab in the practice directory (see [`last`]).
+    pub record_last_grade: bool,
+}
+
+impl GradeOptions {
+    pub fn new(cache: PathBuf, timeout: Duration) -> GradeOptions {
+        GradeOptions {
+            cache,
+            timeout,
+            jobs: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+            color: false,
+            record_last_grade: true,
+        }
+    }
+}
+
+/// Where a grade is, for progress displays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    /// Another grade holds the build directory; waiting for it.
+    Waiting,
+    Preparing,
+    /// cargo is building; the crate it just finished, and how many so far.
+    Building {
+        last_crate: Option<String>,
+        crates: usize,
+    },
+    Listing,
+    Running {
+        done: usize,
+        total: usize,
+    },
+    Done,
+}
+
+/// Resolves `--group` queries against the chapter: all groups when none is given, else each named group
+/// once, in chapter order. An unknown name is bad input (exit 2) listing the valid ones.
+pub fn select_groups(chapter: &Chapter, queries: &[String], lang: Lang) -> Result<Vec<Group>> {
+    if queries.is_empty() {
+        return Ok(chapter.groups.clone());
+    }
+    let mut chosen = Vec::new();
+    for q in queries {
+        match chapter.group(q) {
+            Some(g) => chosen.push(g.slug.clone()),
+            None => {
+                let valid: Vec<String> = chapter
+                    .groups
+                    .iter()
+                    .map(|g| format!("  {:<5} {:<20} {}", g.lab, g.slug, g.name.get(lang)))
+                    .collect();
+                return Err(
+                    UserError::new(lang.t("grade-unknown-group", &[("group", q)])).with_fix(
+                        format!(
+                            "{}\n{}",
+                            lang.t("grade-valid-groups", &[]),
+                            valid.join("\n")
+                        ),
+                    ),
+                );
+            }
+        }
+    }
+    Ok(chapter
+        .groups
+        .iter()
+        .filter(|g| chosen.contains(&g.slug))
+        .cloned()
+        .collect())
+}
+
+/// Grades `groups` of `practice`: the whole pipeline after `open`. Never fails: whatever goes wrong is part
+/// of the result. Must run inside a tokio runtime with IO and time enabled.
+pub async fn grade(
+    practice: &Practice,
+    groups: &[Group],
+    opts: &GradeOptions,
+    progress: &dyn Fn(Stage),
+) -> GradeResult {
+    let started = Instant::now();
+    let chapter = &practice.chapter;
+    let mut result = GradeResult {
+        chapter: chapter.id.clone(),
+        test_target: chapter.test_target.clone(),
+        warnings: Vec::new(),
+        problem: None,
+        groups: groups
+            .iter()
+            .zip(outcome::deciding(groups))
+            .map(|(g, decides)| GroupResult {
+                group: g.clone(),
+                decides,
+                tests: Vec::new(),
+                error: None,
+            })
+            .collect(),
+        elapsed: Duration::ZERO,
+    };
+    let changed = practice.changed_given_files();
+    if !changed.is_empty() {
+        result
+            .warnings
+            .push(Warning::ChangedGiven { files: changed });
+    }
+
+    match build_and_run(practice, opts, progress, &mut result).await {
+        Ok(()) => {}
+        Err(problem) => {
+            result.problem = Some(problem);
+            for g in &mut result.groups {
+                g.tests.clear();
+                g.error = Some(outcome::GroupError::NotBuilt);
+            }
+        }
+    }
+    result.elapsed = started.elapsed();
+    progress(Stage::Done);
+    if opts.record_last_grade {
+        if let Err(e) = last::record(&practice.dir, &result) {
+            result.warnings.push(Warning::LastGradeNotSaved {
+                error: e.to_string(),
+            });
+        }
+    }
+    result
+}
+
+async fn build_and_run(
+    practice: &Practice,
+    opts: &GradeOptions,
+    progress: &dyn Fn(Stage),
+    result: &mut GradeResult,
+) -> std::result::Result<(), Problem> {
+    let chapter = &practice.chapter;
+    let io_problem = |what: &str, e: std::io::Error| Problem::Io {
+        what: what.to_string(),
+        error: e.to_string(),
+    };
+
+    let key = cache::build_key(chapter);
+    let build_dir = cache::acquire(&opts.cache, &key, || progress(Stage::Waiting))
+        .await
+        .map_err(|e| io_problem(&opts.cache.display().to_string(), e))?;
+    progress(Stage::Preparing);
+    prepare::prepare(chapter, &practice.dir, &build_dir.path)?;
+
+    progress(Stage::Building {
+        last_crate: None,
+        crates: 0,
+    });
+    let crates = std::cell::Cell::new(0);
+    let request = build::BuildRequest {
+        build_dir: &build_dir.path,
+        target_dir: &build_dir.target,
+        test_target: &chapter.test_target,
+        color: opts.color,
+        renames: chapter
+            .editable
+            .iter()
+            .map(|p| (p.clone(), prepare::shown_path(&practice.dir, p)))
+            .collect(),
+    };
+    let built = build::build(&request, &|name| {
+        crates.set(crates.get() + 1);
+        progress(Stage::Building {
+            last_crate: Some(name.to_string()),
+            crates: crates.get(),
+        });
+    })
+    .await?;
+
+    progress(Stage::Listing);
+    let runner = runner::Runner {
+        exe: built.exe,
+        cwd: build_dir.path.clone(),
+        timeout: opts.timeout,
+        jobs: opts.jobs,
+    };
+    let names = runner
+        .list()
+        .await
+        .map_err(|output| Problem::List { output })?;
+    let chosen: Vec<String> = result
+        .groups
+        .iter()
+        .flat_map(|g| runner::tests_of(&names, &g.group.module()))
+        .collect();
+
+    let total = chosen.len();
+    let done = std::cell::Cell::new(0);
+    progress(Stage::Running { done: 0, total });
+    let results = runner
+        .run(&chosen, &|_| {
+            done.set(done.get() + 1);
+            progress(Stage::Running {
+                done: done.get(),
+                total,
+            });
+        })
+        .await;
+    for g in &mut result.groups {
+        let prefix = format!("{}::", g.group.module());
+        g.tests = results
+            .iter()
+            .filter(|t| t.name.starts_with(&prefix))
+            .cloned()
+            .collect();
+        if g.tests.is_empty() {
+            g.error = Some(outcome::GroupError::NoTests);
+        }
+    }
+    Ok(())
+}
+
+/// The `grade` command: open, select, grade, report. Exit 0 pass, 1 fail or error, 2 bad input.
+pub fn run(catalog: &Catalog, lang: Lang, args: GradeArgs) -> Result<ExitCode> {
+    let practice = Practice::open(catalog, lang, &args.dir)?;
+    let groups = select_groups(&practice.chapter, &args.groups, lang)?;
+    if args.timeout == 0 {
+        return Err(UserError::new(lang.t("grade-bad-timeout", &[])));
+    }
+    if let Some(junit) = &args.junit {
+        let parent = junit.parent().filter(|p| !p.as_os_str().is_empty());
+        if parent.is_some_and(|p| !p.is_dir()) || junit.is_dir() {
+            return Err(UserError::new(
+                lang.t("grade-bad-junit", &[("file", &junit.display())]),
+            ));
+        }
+    }
+    let cache = cache::root().ok_or_else(|| {
+        UserError::new(lang.t("grade-no-cache", &[])).with_fix(lang.t("grade-no-cache-fix", &[]))
+    })?;
+
+    let style = report::Style::detect(args.format);
+    let mut opts = GradeOptions::new(cache, Duration::from_secs(args.timeout));
+    opts.color = style.color;
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| UserError::new(e.to_string()))?;
+    let result = runtime.block_on(async {
+        let progress = report::Progress::start(lang, style.spinner);
+        let clear = progress.clearer();
+        // Without signal handlers a Ctrl-C would still end pi-course but leave the tests running.
+        process_signals(clear);
+        let result = grade(&practice, &groups, &opts, &|stage| progress.update(stage)).await;
+        progress.finish().await;
+        result
+    });
+
+    let mut result = result;
+    if let Some(junit) = &args.junit {
+        if let Err(e) =
+            last::write_atomically(junit, report::junit::render(&result, lang).as_bytes())
+        {
+            result.warnings.push(Warning::ReportNotWritten {
+                file: junit.display().to_string(),
+                error: e.to_string(),
+            });
+        }
+    }
+    match args.format {
+        Format::Human => report::human::print(&result, lang, &style),
+        Format::Json => println!("{}", report::json::render(&result, lang)),
+    }
+    Ok(ExitCode::from(result.exit_code()))
+}
+
+fn process_signals(clear: impl Fn() + Send + 'static) {
+    if let Err(e) = crate::process::install_signal_handlers(clear) {
+        eprintln!("pi-course: cannot watch for Ctrl-C: {e}");
+    }
 }

@@ -1,0 +1,253 @@
+//! Stage 3, build: `cargo test --no-run` in the build directory, with the shared target directory.
+//!
+//! cargo's JSON messages give the rendered compiler diagnostics (with or without colors) and the path of
+//! the test executable. Diagnostics name files relative to the build directory; each editable file is
+//! renamed to where the learner has it.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde::Deserialize;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+use super::outcome::Problem;
+use crate::process;
+
+pub struct BuildRequest<'a> {
+    pub build_dir: &'a Path,
+    pub target_dir: &'a Path,
+    pub test_target: &'a str,
+    /// Render diagnostics with ANSI colors.
+    pub color: bool,
+    /// `(path in the build directory, path to show)` for each editable file.
+    pub renames: Vec<(String, String)>,
+}
+
+/// The built test executable.
+#[derive(Debug)]
+pub struct Built {
+    pub exe: PathBuf,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    reason: String,
+    #[serde(default)]
+    target: Option<Target>,
+    #[serde(default)]
+    executable: Option<PathBuf>,
+    #[serde(default)]
+    message: Option<Diagnostic>,
+    #[serde(default)]
+    success: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct Target {
+    name: String,
+    kind: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Diagnostic {
+    level: String,
+    rendered: Option<String>,
+    #[serde(default)]
+    spans: Vec<serde_json::Value>,
+}
+
+/// Builds the test target. `on_crate` is called with each crate name as cargo finishes it (for progress).
+pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Built, Problem> {
+    let format = if req.color {
+        "json-diagnostic-rendered-ansi"
+    } else {
+        "json"
+    };
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.args(["test", "--no-run", "--locked", "--test", req.test_target])
+        .arg(format!("--message-format={format}"))
+        .current_dir(req.build_dir)
+        .env("CARGO_TARGET_DIR", req.target_dir)
+        .env("CARGO_TERM_PROGRESS_WHEN", "never")
+        .env("CARGO_TERM_COLOR", "never")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (mut child, _group) = process::spawn(&mut cmd).map_err(|e| Problem::Io {
+        what: "cargo".into(),
+        error: e.to_string(),
+    })?;
+    let stderr = tokio::spawn(process::capture(child.stderr.take().expect("piped stderr")));
+    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+
+    let mut exe = None;
+    let mut errors = Vec::new();
+    let mut error_count = 0;
+    let mut success = false;
+    while let Ok(Some(line)) = lines.next_line().await {
+        let Ok(msg) = serde_json::from_str::<Message>(&line) else {
+            continue;
+        };
+        match msg.reason.as_str() {
+            "compiler-artifact" => {
+                if let Some(target) = &msg.target {
+                    on_crate(&target.name);
+                    let is_test = target.kind.iter().any(|k| k == "test");
+                    if is_test && target.name == req.test_target {
+                        exe = msg.executable.or(exe);
+                    }
+                }
+            }
+            "compiler-message" => {
+                let Some(d) = msg.message else { continue };
+                match d.level.as_str() {
+                    "error" | "error: internal compiler error" => {
+                        if !d.spans.is_empty() {
+                            error_count += 1;
+                        }
+                        errors.extend(d.rendered);
+                    }
+                    _ => {}
+                }
+            }
+            "build-finished" => success = msg.success.unwrap_or(false),
+            _ => {}
+        }
+    }
+    let status = child.wait().await;
+    let stderr = stderr.await.map(|c| c.text()).unwrap_or_default();
+    let exited_ok = status.as_ref().is_ok_and(|s| s.success());
+
+    if !errors.is_empty() {
+        let rendered = rename_paths(&errors.concat(), &req.renames);
+        return Err(Problem::Compile {
+            rendered,
+            errors: error_count.max(1),
+        });
+    }
+    match exe {
+        Some(exe) if success && exited_ok => Ok(Built { exe }),
+        _ => Err(Problem::Cargo {
+            output: cargo_output(&stderr),
+        }),
+    }
+}
+
+/// cargo's stderr without its progress lines.
+fn cargo_output(stderr: &str) -> String {
+    const PROGRESS: [&str; 6] = [
+        "Compiling ",
+        "Blocking ",
+        "Finished ",
+        "Downloaded ",
+        "Downloading ",
+        "Locking ",
+    ];
+    stderr
+        .lines()
+        .filter(|l| !PROGRESS.iter().any(|p| l.trim_start().starts_with(p)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Replaces each `from` path in rustc's rendered text with `to` where it appears as a location
+/// (`--> src/agent_loop.rs:3:5`, `::: src/agent_loop.rs:1:1`), also between ANSI color codes.
+pub fn rename_paths(text: &str, renames: &[(String, String)]) -> String {
+    let mut text = text.to_string();
+    for (from, to) in renames {
+        if from == to {
+            continue;
+        }
+        let needle = format!("{from}:");
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find(&needle) {
+            let before = &rest[..i];
+            out.push_str(before);
+            let at_location = rest[i + needle.len()..].starts_with(|c: char| c.is_ascii_digit())
+                && strip_trailing_ansi(&out).ends_with([' ', '\n', '\t']);
+            out.push_str(if at_location { to } else { from });
+            out.push(':');
+            rest = &rest[i + needle.len()..];
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    text
+}
+
+fn strip_trailing_ansi(mut s: &str) -> &str {
+    while s.ends_with('m') {
+        match s.rfind("\x1b[") {
+            Some(p)
+                if s[p + 2..s.len() - 1]
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b == b';') =>
+            {
+                s = &s[..p]
+            }
+            _ => break,
+        }
+    }
+    s
+}
+
+/// Removes ANSI escape sequences (for JSON and JUnit, which want plain text).
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn renames(to: &str) -> Vec<(String, String)> {
+        vec![("src/agent_loop.rs".to_string(), to.to_string())]
+    }
+
+    #[test]
+    fn renames_locations_plain_and_colored() {
+        let plain = "error[E0308]: mismatched types\n --> src/agent_loop.rs:12:5\n  |\n";
+        assert_eq!(
+            rename_paths(plain, &renames("p/src/agent_loop.rs")),
+            "error[E0308]: mismatched types\n --> p/src/agent_loop.rs:12:5\n  |\n"
+        );
+        let colored = "\x1b[0m\x1b[1m\x1b[38;5;12m--> \x1b[0msrc/agent_loop.rs:3:5\x1b[0m";
+        assert_eq!(
+            rename_paths(colored, &renames("/tmp/x y/src/agent_loop.rs")),
+            "\x1b[0m\x1b[1m\x1b[38;5;12m--> \x1b[0m/tmp/x y/src/agent_loop.rs:3:5\x1b[0m"
+        );
+        // Not a location: left alone.
+        let prose = "note: see course/src/agent_loop.rs:3 and `src/agent_loop.rs: x`";
+        assert_eq!(rename_paths(prose, &renames("p/src/agent_loop.rs")), prose);
+    }
+
+    #[test]
+    fn strips_ansi() {
+        assert_eq!(
+            strip_ansi("\x1b[0m\x1b[1m\x1b[38;5;9merror\x1b[0m: x"),
+            "error: x"
+        );
+    }
+
+    #[test]
+    fn drops_cargo_progress() {
+        let s = "   Compiling a v0.1.0\nerror: the lock file needs to be updated\n    Finished dev";
+        assert_eq!(cargo_output(s), "error: the lock file needs to be updated");
+    }
+}

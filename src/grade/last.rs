@@ -1,0 +1,98 @@
+//! The last verdict per Lab, kept in `<practice>/.pi-course/last-grade.json` for `status` and `watch`.
+//!
+//! Grading some groups updates their Labs and keeps the others' earlier verdicts.
+//!
+//! ```json
+//! {"version": 1, "labs": {"7.1": {"slug": "plain-stop", "status": "pass", "passed": 3, "total": 3,
+//!                                  "time": 1767225600}}}
+//! ```
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::outcome::{GradeResult, GroupStatus};
+use crate::metadata;
+
+pub const FILE: &str = "last-grade.json";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastGrade {
+    pub version: u32,
+    /// By Lab number, e.g. "7.1".
+    pub labs: BTreeMap<String, LabVerdict>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabVerdict {
+    pub slug: String,
+    pub status: GroupStatus,
+    pub passed: usize,
+    pub total: usize,
+    /// Seconds since the Unix epoch.
+    pub time: u64,
+}
+
+pub fn path(practice_dir: &Path) -> PathBuf {
+    practice_dir.join(metadata::DIR).join(FILE)
+}
+
+/// The last verdicts of a practice directory; `None` when it was never graded (or the file is damaged).
+pub fn load(practice_dir: &Path) -> Option<LastGrade> {
+    let text = std::fs::read_to_string(path(practice_dir)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Records the verdict of each graded group, keeping the other Labs' earlier verdicts.
+pub fn record(practice_dir: &Path, result: &GradeResult) -> std::io::Result<()> {
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut last = load(practice_dir).unwrap_or(LastGrade {
+        version: 1,
+        labs: BTreeMap::new(),
+    });
+    for g in &result.groups {
+        let verdict = LabVerdict {
+            slug: g.group.slug.clone(),
+            status: g.status(),
+            passed: g.passed(),
+            total: g.total(),
+            time,
+        };
+        last.labs.insert(g.group.lab.clone(), verdict);
+    }
+    let json = serde_json::to_string_pretty(&last).map_err(std::io::Error::other)?;
+    write_atomically(&path(practice_dir), json.as_bytes())
+}
+
+/// Writes `path` through a temporary file in the same directory and a rename, so a reader never sees half
+/// a file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".pi-course-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+impl<'de> Deserialize<'de> for GroupStatus {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match String::deserialize(d)?.as_str() {
+            "pass" => GroupStatus::Pass,
+            "fail" => GroupStatus::Fail,
+            "timeout" => GroupStatus::Timeout,
+            _ => GroupStatus::Error,
+        })
+    }
+}

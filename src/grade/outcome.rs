@@ -1,0 +1,452 @@
+//! The verdicts: per test, per group, per grade. Plain values, rendered by `report`.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::catalog::Group;
+use crate::i18n::Lang;
+
+/// How one test ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    /// The test panicked (an assertion, a `todo!()`, an `unwrap`): the panic message.
+    Panicked {
+        message: String,
+    },
+    /// The test failed without a panic message we could find: what it printed.
+    Failed {
+        output: String,
+    },
+    /// Still running at the timeout; its process group was killed.
+    TimedOut {
+        after: Duration,
+        output: String,
+    },
+    /// Killed by a signal it raised itself (an abort, a crash).
+    Signalled {
+        signal: i32,
+        output: String,
+    },
+    /// The process ended before the test finished, e.g. `std::process::exit`.
+    ExitedEarly {
+        code: i32,
+        output: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TestStatus {
+    Pass,
+    Fail,
+    Timeout,
+}
+
+#[derive(Debug, Clone)]
+pub struct TestResult {
+    /// The full test name, e.g. `plain_stop::returns_the_assistant_message`.
+    pub name: String,
+    pub outcome: Outcome,
+    pub duration: Duration,
+}
+
+impl TestResult {
+    pub fn status(&self) -> TestStatus {
+        match self.outcome {
+            Outcome::Passed => TestStatus::Pass,
+            Outcome::TimedOut { .. } => TestStatus::Timeout,
+            _ => TestStatus::Fail,
+        }
+    }
+
+    /// Why the test did not pass, in the learner's language; `None` for a pass.
+    pub fn message(&self, lang: Lang) -> Option<String> {
+        let with_output = |head: String, output: &str| {
+            let tail = tail_lines(output, 12);
+            if tail.is_empty() {
+                head
+            } else {
+                format!("{head}\n{}\n{tail}", lang.t("grade-test-last-output", &[]))
+            }
+        };
+        Some(match &self.outcome {
+            Outcome::Passed => return None,
+            Outcome::Panicked { message } => message.clone(),
+            Outcome::Failed { output } => {
+                with_output(lang.t("grade-test-failed-no-panic", &[]), output)
+            }
+            Outcome::TimedOut { after, output } => with_output(
+                lang.t("grade-test-timeout", &[("secs", &format_secs(*after))]),
+                output,
+            ),
+            Outcome::Signalled { signal, output } => with_output(
+                lang.t("grade-test-signal", &[("signal", &signal_name(*signal))]),
+                output,
+            ),
+            Outcome::ExitedEarly { code, output } => {
+                with_output(lang.t("grade-test-exited", &[("code", code)]), output)
+            }
+        })
+    }
+}
+
+/// The last `n` non-blank lines of `text`.
+pub fn tail_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+fn format_secs(d: Duration) -> String {
+    let secs = d.as_secs_f64();
+    if secs.fract() == 0.0 {
+        format!("{secs:.0}")
+    } else {
+        format!("{secs:.1}")
+    }
+}
+
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGTRAP => "SIGTRAP",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupStatus {
+    /// Every test passed.
+    Pass,
+    /// At least one test failed.
+    Fail,
+    /// None failed, but at least one timed out.
+    Timeout,
+    /// Not graded: the code did not build, or the group has no tests.
+    Error,
+}
+
+#[derive(Debug, Clone)]
+pub struct GroupResult {
+    pub group: Group,
+    /// Does this group decide the overall verdict? Optional groups do not, unless they are all that was
+    /// asked for.
+    pub decides: bool,
+    pub tests: Vec<TestResult>,
+    /// Set when the group could not be graded.
+    pub error: Option<GroupError>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupError {
+    /// The build failed, see [`GradeResult::problem`].
+    NotBuilt,
+    /// The test binary has no test in this group's module.
+    NoTests,
+}
+
+impl GroupResult {
+    pub fn status(&self) -> GroupStatus {
+        if self.error.is_some() || self.tests.is_empty() {
+            return GroupStatus::Error;
+        }
+        let statuses = || self.tests.iter().map(TestResult::status);
+        if statuses().any(|s| s == TestStatus::Fail) {
+            GroupStatus::Fail
+        } else if statuses().any(|s| s == TestStatus::Timeout) {
+            GroupStatus::Timeout
+        } else {
+            GroupStatus::Pass
+        }
+    }
+
+    pub fn passed(&self) -> usize {
+        self.tests
+            .iter()
+            .filter(|t| t.status() == TestStatus::Pass)
+            .count()
+    }
+
+    pub fn total(&self) -> usize {
+        self.tests.len()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+    Error,
+}
+
+/// Why a grade could not run the tests at all.
+#[derive(Debug, Clone)]
+pub enum Problem {
+    /// An editable file is missing from the practice directory.
+    MissingEditable { path: String },
+    /// rustc reported errors: its rendered diagnostics, paths pointing into the practice directory.
+    Compile { rendered: String, errors: usize },
+    /// cargo failed without a compiler error (a lock file mismatch, no network for a first build, ...).
+    Cargo { output: String },
+    /// Listing the tests failed.
+    List { output: String },
+    /// Something around the grade failed: the cache directory, starting a process.
+    Io { what: String, error: String },
+}
+
+/// Something the learner should know that does not change the verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// Given files that differ from the pristine copies (or are missing); the grade used the pristine ones.
+    ChangedGiven { files: Vec<String> },
+    /// `.pi-course/last-grade.json` could not be written.
+    LastGradeNotSaved { error: String },
+    /// The `--junit` report could not be written.
+    ReportNotWritten { file: String, error: String },
+}
+
+impl Warning {
+    pub fn message(&self, lang: Lang) -> String {
+        match self {
+            Warning::ChangedGiven { files } => lang.t(
+                "grade-warning-changed-given",
+                &[("files", &files.join(", "))],
+            ),
+            Warning::LastGradeNotSaved { error } => {
+                lang.t("grade-warning-last-grade", &[("error", error)])
+            }
+            Warning::ReportNotWritten { file, error } => {
+                lang.t("grade-warning-report", &[("file", file), ("error", error)])
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct GradeResult {
+    pub chapter: String,
+    /// The chapter's test target, e.g. `ch07` (for "run one test by hand" hints).
+    pub test_target: String,
+    pub warnings: Vec<Warning>,
+    pub problem: Option<Problem>,
+    pub groups: Vec<GroupResult>,
+    pub elapsed: Duration,
+}
+
+impl GradeResult {
+    /// Error when the tests could not run or a deciding group could not be graded; else fail when a
+    /// deciding group failed or timed out; else pass.
+    pub fn status(&self) -> Status {
+        let deciding = || self.groups.iter().filter(|g| g.decides);
+        if self.problem.is_some() || deciding().any(|g| g.status() == GroupStatus::Error) {
+            Status::Error
+        } else if deciding().all(|g| g.status() == GroupStatus::Pass) {
+            Status::Pass
+        } else {
+            Status::Fail
+        }
+    }
+
+    /// 0 when every deciding group passed, 1 otherwise. (2, bad input, never gets this far.)
+    pub fn exit_code(&self) -> u8 {
+        match self.status() {
+            Status::Pass => 0,
+            Status::Fail | Status::Error => 1,
+        }
+    }
+
+    /// A one-line summary, in the learner's language.
+    pub fn summary(&self, lang: Lang) -> String {
+        let deciding: Vec<&GroupResult> = self.groups.iter().filter(|g| g.decides).collect();
+        let total = deciding.len();
+        let passed = deciding
+            .iter()
+            .filter(|g| g.status() == GroupStatus::Pass)
+            .count();
+        match (&self.problem, self.status()) {
+            (Some(Problem::Compile { errors, .. }), _) => {
+                lang.t("grade-summary-compile", &[("errors", errors)])
+            }
+            (Some(_), _) => lang.t("grade-summary-error", &[]),
+            (None, Status::Pass) => lang.t("grade-summary-pass", &[("total", &total)]),
+            (None, _) => lang.t(
+                "grade-summary-fail",
+                &[
+                    ("passed", &passed),
+                    ("total", &total),
+                    ("failed", &(total - passed)),
+                ],
+            ),
+        }
+    }
+
+    /// The overall message: the summary, and for an error the reason in full.
+    pub fn message(&self, lang: Lang) -> String {
+        match &self.problem {
+            None => self.summary(lang),
+            Some(problem) => format!("{}\n{}", self.summary(lang), problem.message(lang)),
+        }
+    }
+}
+
+impl Problem {
+    pub fn message(&self, lang: Lang) -> String {
+        match self {
+            Problem::MissingEditable { path } => {
+                lang.t("grade-missing-editable", &[("path", path)])
+            }
+            Problem::Compile { rendered, .. } => rendered.trim_end().to_string(),
+            Problem::Cargo { output } => {
+                format!(
+                    "{}\n{}",
+                    lang.t("grade-cargo-failed", &[]),
+                    output.trim_end()
+                )
+            }
+            Problem::List { output } => {
+                format!(
+                    "{}\n{}",
+                    lang.t("grade-list-failed", &[]),
+                    output.trim_end()
+                )
+            }
+            Problem::Io { what, error } => {
+                lang.t("grade-io-failed", &[("what", what), ("error", error)])
+            }
+        }
+    }
+}
+
+/// Which groups decide the verdict: the required ones, or the optional ones when nothing else was chosen.
+pub fn deciding(groups: &[Group]) -> Vec<bool> {
+    let all_optional = groups.iter().all(|g| g.optional);
+    groups.iter().map(|g| !g.optional || all_optional).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Text;
+
+    fn group(slug: &str, optional: bool) -> Group {
+        let text = Text {
+            zh: slug.into(),
+            en: slug.into(),
+        };
+        Group {
+            slug: slug.into(),
+            lab: "7.1".into(),
+            name: text.clone(),
+            hint: text,
+            optional,
+        }
+    }
+
+    fn test(outcome: Outcome) -> TestResult {
+        TestResult {
+            name: "a::b".into(),
+            outcome,
+            duration: Duration::ZERO,
+        }
+    }
+
+    fn result(groups: Vec<GroupResult>) -> GradeResult {
+        GradeResult {
+            chapter: "07".into(),
+            test_target: "ch07".into(),
+            warnings: vec![],
+            problem: None,
+            groups,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    fn graded(slug: &str, optional: bool, tests: Vec<TestResult>) -> GroupResult {
+        GroupResult {
+            group: group(slug, optional),
+            decides: !optional,
+            tests,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn group_status_prefers_fail_over_timeout() {
+        let timeout = Outcome::TimedOut {
+            after: Duration::from_secs(1),
+            output: String::new(),
+        };
+        let fail = Outcome::Panicked {
+            message: "no".into(),
+        };
+        let g = graded(
+            "a",
+            false,
+            vec![test(Outcome::Passed), test(timeout.clone())],
+        );
+        assert_eq!(g.status(), GroupStatus::Timeout);
+        let g = graded("a", false, vec![test(fail), test(timeout)]);
+        assert_eq!(g.status(), GroupStatus::Fail);
+        assert_eq!(graded("a", false, vec![]).status(), GroupStatus::Error);
+        assert_eq!(
+            graded("a", false, vec![test(Outcome::Passed)]).status(),
+            GroupStatus::Pass
+        );
+    }
+
+    #[test]
+    fn optional_groups_do_not_decide() {
+        let fail = Outcome::Panicked {
+            message: "no".into(),
+        };
+        let r = result(vec![
+            graded("a", false, vec![test(Outcome::Passed)]),
+            graded("bonus", true, vec![test(fail)]),
+        ]);
+        assert_eq!(r.status(), Status::Pass);
+        assert_eq!(r.exit_code(), 0);
+        assert_eq!(
+            deciding(&[group("a", false), group("b", true)]),
+            vec![true, false]
+        );
+        assert_eq!(deciding(&[group("b", true)]), vec![true]);
+    }
+
+    #[test]
+    fn a_problem_is_an_error() {
+        let mut r = result(vec![graded("a", false, vec![test(Outcome::Passed)])]);
+        r.problem = Some(Problem::Compile {
+            rendered: "error[E0308]".into(),
+            errors: 1,
+        });
+        assert_eq!(r.status(), Status::Error);
+        assert_eq!(r.exit_code(), 1);
+        assert!(r.message(Lang::En).contains("error[E0308]"));
+    }
+
+    #[test]
+    fn messages_explain_crashes_and_timeouts() {
+        let t = test(Outcome::Signalled {
+            signal: libc::SIGABRT,
+            output: "before\n".into(),
+        });
+        let m = t.message(Lang::En).unwrap();
+        assert!(m.contains("SIGABRT") && m.contains("before"), "{m}");
+        let t = test(Outcome::TimedOut {
+            after: Duration::from_secs(5),
+            output: String::new(),
+        });
+        assert!(t.message(Lang::En).unwrap().contains('5'));
+        assert_eq!(test(Outcome::Passed).message(Lang::Zh), None);
+    }
+}

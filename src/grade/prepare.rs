@@ -1,0 +1,120 @@
+//! Stage 2, prepare: make the build directory hold the pristine given files plus the learner's editable
+//! files, touching only what differs (cargo decides what to rebuild by modification time, so a file that
+//! did not change must keep its time).
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use crate::catalog::Chapter;
+
+use super::outcome::Problem;
+
+/// Writes `bytes` to `path` unless it already holds exactly them. Returns whether it wrote.
+fn sync_file(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    if fs::read(path).is_ok_and(|old| old == bytes) {
+        return Ok(false);
+    }
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    fs::write(path, bytes)?;
+    Ok(true)
+}
+
+/// Brings `build_dir` in line with the chapter's given files and the editable files of `practice_dir`.
+/// Returns how many files it wrote.
+pub fn prepare(chapter: &Chapter, practice_dir: &Path, build_dir: &Path) -> Result<usize, Problem> {
+    let io_problem = |path: &str, e: io::Error| Problem::Io {
+        what: build_dir.join(path).display().to_string(),
+        error: e.to_string(),
+    };
+    let mut written = 0;
+    for file in chapter.given_files() {
+        written += sync_file(&build_dir.join(file.path), file.bytes)
+            .map_err(|e| io_problem(file.path, e))? as usize;
+    }
+    for path in &chapter.editable {
+        let bytes = match fs::read(practice_dir.join(path)) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(Problem::MissingEditable {
+                    path: shown_path(practice_dir, path),
+                })
+            }
+            Err(e) => {
+                return Err(Problem::Io {
+                    what: shown_path(practice_dir, path),
+                    error: e.to_string(),
+                })
+            }
+        };
+        written +=
+            sync_file(&build_dir.join(path), &bytes).map_err(|e| io_problem(path, e))? as usize;
+    }
+    Ok(written)
+}
+
+/// `rel` (a `/`-separated path inside the practice directory) as the learner would type it from where they
+/// ran pi-course: plain `src/agent_loop.rs` for the current directory, else `<dir>/src/agent_loop.rs`.
+pub fn shown_path(practice_dir: &Path, rel: &str) -> String {
+    let is_here = practice_dir
+        .components()
+        .all(|c| matches!(c, std::path::Component::CurDir));
+    if is_here {
+        rel.to_string()
+    } else {
+        let dir = practice_dir.to_string_lossy();
+        format!("{}/{rel}", dir.trim_end_matches('/'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+
+    #[test]
+    fn writes_only_what_differs_and_keeps_mtimes() {
+        let catalog = Catalog::embedded();
+        let chapter = catalog.chapter("07").unwrap();
+        let practice = tempfile::tempdir().unwrap();
+        let build = tempfile::tempdir().unwrap();
+        for f in chapter.skeleton_files() {
+            let p = practice.path().join(f.path);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, f.bytes).unwrap();
+        }
+        let n = prepare(chapter, practice.path(), build.path()).unwrap();
+        assert_eq!(n, chapter.given_files().len() + chapter.editable.len());
+
+        let editable = build.path().join(&chapter.editable[0]);
+        let before = fs::metadata(&editable).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(prepare(chapter, practice.path(), build.path()).unwrap(), 0);
+        assert_eq!(fs::metadata(&editable).unwrap().modified().unwrap(), before);
+
+        // A tampered given file in the build directory is put back; the learner's edit is copied.
+        let given = chapter.given_files()[0];
+        fs::write(build.path().join(given.path), b"tampered").unwrap();
+        fs::write(practice.path().join(&chapter.editable[0]), b"// edited").unwrap();
+        assert_eq!(prepare(chapter, practice.path(), build.path()).unwrap(), 2);
+        assert_eq!(
+            fs::read(build.path().join(given.path)).unwrap(),
+            given.bytes
+        );
+        assert_eq!(fs::read(&editable).unwrap(), b"// edited");
+
+        fs::remove_file(practice.path().join(&chapter.editable[0])).unwrap();
+        let err = prepare(chapter, practice.path(), build.path()).unwrap_err();
+        assert!(matches!(err, Problem::MissingEditable { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn paths_are_shown_from_where_the_learner_is() {
+        assert_eq!(shown_path(Path::new("."), "src/a.rs"), "src/a.rs");
+        assert_eq!(shown_path(Path::new("./"), "src/a.rs"), "src/a.rs");
+        assert_eq!(shown_path(Path::new("p"), "src/a.rs"), "p/src/a.rs");
+        assert_eq!(shown_path(Path::new("/t/p/"), "src/a.rs"), "/t/p/src/a.rs");
+    }
+}

@@ -1,0 +1,282 @@
+//! Stages 4 and 5, list and run: ask the test executable for its tests, then run each test in its own
+//! process group with a timeout, several at a time.
+//!
+//! A test gets a slot (one per core). A test still running after [`SLOW`] hands its slot on: the chapter's
+//! tests finish in milliseconds, so it is probably hung, and waiting for its timeout must not hold up the
+//! others. At most [`MAX_LIVE`] test processes exist at once.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::process::Command;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::libtest;
+use super::outcome::{Outcome, TestResult};
+use crate::process;
+
+/// After this long a running test gives its slot to the next one.
+pub const SLOW: Duration = Duration::from_millis(500);
+/// The most test processes alive at once, slow ones included.
+pub const MAX_LIVE: usize = 32;
+/// How long a pipe may stay open after its test's process group was killed (a process that left the group
+/// could hold it forever).
+const DRAIN: Duration = Duration::from_secs(2);
+
+/// How to run the tests of one executable.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    pub exe: PathBuf,
+    /// The working directory of each test (the package root, as under `cargo test`).
+    pub cwd: PathBuf,
+    pub timeout: Duration,
+    pub jobs: usize,
+}
+
+impl Runner {
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.exe);
+        cmd.current_dir(&self.cwd)
+            .env("RUST_BACKTRACE", "0")
+            .env("CARGO_MANIFEST_DIR", &self.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Every test the executable holds, by full name.
+    pub async fn list(&self) -> Result<Vec<String>, String> {
+        let mut cmd = self.command();
+        cmd.args(libtest::LIST_ARGS);
+        let out = run_one(cmd, self.timeout.max(Duration::from_secs(10)), None)
+            .await
+            .map_err(|e| e.to_string())?;
+        match out.status {
+            Some(status) if status.success() => Ok(libtest::parse_list(&out.stdout)),
+            _ => Err(format!("{}{}", out.stdout, out.stderr)),
+        }
+    }
+
+    /// Runs each named test in its own process; calls `on_done` as each finishes. Results come back in the
+    /// order of `names`. Ignored tests are left out.
+    pub async fn run(&self, names: &[String], on_done: &dyn Fn(&TestResult)) -> Vec<TestResult> {
+        let slots = Arc::new(Semaphore::new(self.jobs.max(1)));
+        let live = Arc::new(Semaphore::new(MAX_LIVE.max(self.jobs)));
+        let mut set = JoinSet::new();
+        for (i, name) in names.iter().enumerate() {
+            let (slots, live) = (slots.clone(), live.clone());
+            let (runner, name) = (self.clone(), name.clone());
+            set.spawn(async move {
+                let _live = live.acquire_owned().await.expect("semaphore open");
+                let slot = slots.acquire_owned().await.expect("semaphore open");
+                (i, runner.run_test(name, slot).await)
+            });
+        }
+        let mut results: Vec<Option<TestResult>> = vec![None; names.len()];
+        while let Some(joined) = set.join_next().await {
+            let (i, result) = joined.expect("a test task never panics");
+            if let Some(result) = result {
+                on_done(&result);
+                results[i] = Some(result);
+            }
+        }
+        results.into_iter().flatten().collect()
+    }
+
+    async fn run_test(
+        &self,
+        name: String,
+        slot: tokio::sync::OwnedSemaphorePermit,
+    ) -> Option<TestResult> {
+        let started = Instant::now();
+        let mut cmd = self.command();
+        cmd.args(libtest::run_args(&name));
+        let outcome = match run_one(cmd, self.timeout, Some(slot)).await {
+            Err(e) => Some(Outcome::Failed {
+                output: format!("could not start the test: {e}"),
+            }),
+            Ok(Output {
+                status: None,
+                stdout,
+                stderr,
+            }) => Some(Outcome::TimedOut {
+                after: self.timeout,
+                output: libtest::learner_output(&name, &stdout, &stderr),
+            }),
+            Ok(Output {
+                status: Some(status),
+                stdout,
+                stderr,
+            }) => libtest::interpret(&name, status, &stdout, &stderr),
+        };
+        outcome.map(|outcome| TestResult {
+            name,
+            outcome,
+            duration: started.elapsed(),
+        })
+    }
+}
+
+struct Output {
+    /// `None` when the timeout struck.
+    status: Option<std::process::ExitStatus>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `cmd` in its own process group, killing the whole group at `timeout`, and in any case once the
+/// leader has exited (nothing a test started survives it). `slot` is released after [`SLOW`].
+async fn run_one(
+    mut cmd: Command,
+    timeout: Duration,
+    mut slot: Option<tokio::sync::OwnedSemaphorePermit>,
+) -> std::io::Result<Output> {
+    let (mut child, group) = process::spawn(&mut cmd)?;
+    let stdout = tokio::spawn(process::capture(child.stdout.take().expect("piped stdout")));
+    let stderr = tokio::spawn(process::capture(child.stderr.take().expect("piped stderr")));
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    let slow = tokio::time::sleep(SLOW);
+    tokio::pin!(slow);
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break Some(status?),
+            _ = &mut deadline => break None,
+            _ = &mut slow, if slot.is_some() => slot = None,
+        }
+    };
+    group.kill();
+    if status.is_none() {
+        // Reap the killed leader.
+        let _ = child.wait().await;
+    }
+    drop(group);
+    drop(slot);
+    let drain = |h: tokio::task::JoinHandle<process::Captured>| async move {
+        let abort = h.abort_handle();
+        match tokio::time::timeout(DRAIN, h).await {
+            Ok(Ok(c)) => c.text(),
+            _ => {
+                abort.abort();
+                String::new()
+            }
+        }
+    };
+    let (stdout, stderr) = tokio::join!(drain(stdout), drain(stderr));
+    Ok(Output {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+/// The tests of one group: `plain_stop::x` belongs to module `plain_stop`.
+pub fn tests_of(names: &[String], module: &str) -> Vec<String> {
+    let prefix = format!("{module}::");
+    names
+        .iter()
+        .filter(|n| n.starts_with(&prefix))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A libtest binary compiled from a small test file, one per way a test can end.
+    fn fake_suite() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("suite.rs");
+        std::fs::write(
+            &src,
+            r#"
+mod g {
+    #[test] fn passes() { println!("fine"); }
+    #[test] fn fails() { assert_eq!(1 + 1, 3, "arithmetic is broken"); }
+    #[test] fn aborts() { println!("about to abort"); std::process::abort(); }
+    #[test] fn exits() { std::process::exit(0); }
+    #[test] fn spins() { loop { std::hint::spin_loop(); } }
+    #[test] fn sleeps() { std::process::Command::new("sleep").arg("30").status().unwrap(); }
+    #[test] #[ignore] fn ignored() {}
+}
+"#,
+        )
+        .unwrap();
+        let exe = dir.path().join("suite");
+        let status = std::process::Command::new("rustc")
+            .args(["--edition", "2021", "--test", "-C", "debuginfo=0", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        (dir, exe)
+    }
+
+    #[test]
+    fn every_test_gets_its_own_verdict() {
+        let (dir, exe) = fake_suite();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let runner = Runner {
+            exe,
+            cwd: dir.path().to_path_buf(),
+            timeout: Duration::from_millis(1500),
+            jobs: 2,
+        };
+        let started = Instant::now();
+        let results = rt.block_on(async {
+            let names = runner.list().await.unwrap();
+            assert_eq!(names.len(), 7);
+            runner.run(&names, &|_| {}).await
+        });
+        // Two hung tests, each killed at 1.5 s, neither holding a slot past SLOW: well under 2 × 1.5 s.
+        assert!(
+            started.elapsed() < Duration::from_millis(2900),
+            "{:?}",
+            started.elapsed()
+        );
+        let by_name = |n: &str| {
+            results
+                .iter()
+                .find(|r| r.name == format!("g::{n}"))
+                .map(|r| &r.outcome)
+        };
+        assert_eq!(by_name("passes"), Some(&Outcome::Passed));
+        assert!(
+            matches!(by_name("fails"), Some(Outcome::Panicked { message }) if message.contains("arithmetic is broken")),
+            "{:?}",
+            by_name("fails")
+        );
+        assert!(
+            matches!(by_name("aborts"), Some(Outcome::Signalled { signal: libc::SIGABRT, output }) if output.contains("about to abort"))
+        );
+        assert!(matches!(
+            by_name("exits"),
+            Some(Outcome::ExitedEarly { code: 0, .. })
+        ));
+        assert!(matches!(by_name("spins"), Some(Outcome::TimedOut { .. })));
+        assert!(matches!(by_name("sleeps"), Some(Outcome::TimedOut { .. })));
+        assert_eq!(by_name("ignored"), None);
+        // The `sleep` child of the hung test died with its group.
+        let ps = std::process::Command::new("ps")
+            .args(["-A", "-o", "args="])
+            .output()
+            .unwrap();
+        let ps = String::from_utf8_lossy(&ps.stdout);
+        assert!(!ps.contains(&format!("{}", runner.exe.display())), "{ps}");
+    }
+
+    #[test]
+    fn tests_are_split_by_module() {
+        let names: Vec<String> = ["a::x", "ab::y", "a::z"].map(String::from).to_vec();
+        assert_eq!(tests_of(&names, "a"), vec!["a::x", "a::z"]);
+    }
+}

@@ -1,0 +1,206 @@
+//! The report for a person: warnings, one line per group, the failing tests under their group, a summary.
+//!
+//! ```text
+//! ✓ Lab 7.1  纯文本 stop     plain-stop      3/3
+//! ✗ Lab 7.2  单工具往返      single-tool     1/4
+//!     ✗ single_tool::feeds_the_result_back
+//!       assertion `left == right` failed: the tool result must follow the assistant message
+//!
+//! 通过 1/2 组，未通过 1 组（用时 0.8 秒）
+//! ```
+
+use std::fmt::Write as _;
+
+use super::{display_width, pad, Paint, Style};
+use crate::grade::outcome::{GroupResult, GroupStatus, Problem, TestStatus};
+use crate::grade::GradeResult;
+use crate::i18n::Lang;
+
+/// Failing tests shown under a group; the rest are counted.
+const TESTS_SHOWN: usize = 3;
+/// Lines of a failure message shown.
+const MESSAGE_LINES: usize = 6;
+/// Characters of one message line shown.
+const LINE_CHARS: usize = 200;
+
+pub fn print(result: &GradeResult, lang: Lang, style: &Style) {
+    print!("{}", render(result, lang, style.color));
+}
+
+pub fn render(result: &GradeResult, lang: Lang, color: bool) -> String {
+    let paint = Paint(color);
+    let mut out = String::new();
+    for w in &result.warnings {
+        writeln!(out, "{} {}", paint.yellow("⚠"), w.message(lang)).unwrap();
+    }
+    if !result.warnings.is_empty() {
+        out.push('\n');
+    }
+
+    if let Some(problem) = &result.problem {
+        let text = problem.message(lang);
+        let text = if color {
+            text
+        } else {
+            crate::grade::build::strip_ansi(&text)
+        };
+        writeln!(out, "{}", text.trim_end()).unwrap();
+        if matches!(problem, Problem::Compile { .. }) {
+            out.push('\n');
+        }
+        let summary = paint.bold(&result.summary(lang));
+        writeln!(out, "{} {summary}", paint.red("✗")).unwrap();
+        return out;
+    }
+
+    let name_of = |g: &GroupResult| {
+        let mut name = g.group.name.get(lang).to_string();
+        if g.group.optional {
+            name.push_str(&lang.t("list-optional", &[]));
+        }
+        name
+    };
+    let name_width = result
+        .groups
+        .iter()
+        .map(|g| display_width(&name_of(g)))
+        .max()
+        .unwrap_or(0);
+    let slug_width = result
+        .groups
+        .iter()
+        .map(|g| g.group.slug.len())
+        .max()
+        .unwrap_or(0);
+    let mut any_failure = false;
+    for g in &result.groups {
+        let status = g.status();
+        let mark = match status {
+            GroupStatus::Pass => paint.green("✓"),
+            GroupStatus::Fail | GroupStatus::Error => paint.red("✗"),
+            GroupStatus::Timeout => paint.yellow("⏱"),
+        };
+        let count = format!("{}/{}", g.passed(), g.total());
+        let lab = format!("Lab {:<4}", g.group.lab);
+        writeln!(
+            out,
+            "{mark} {} {} {} {}",
+            paint.dim(&lab),
+            pad(&name_of(g), name_width),
+            paint.dim(&pad(&g.group.slug, slug_width)),
+            if status == GroupStatus::Pass {
+                paint.green(&count)
+            } else {
+                paint.bold(&count)
+            },
+        )
+        .unwrap();
+        if status == GroupStatus::Error {
+            writeln!(
+                out,
+                "    {}",
+                lang.t("grade-group-no-tests", &[("module", &g.group.module())])
+            )
+            .unwrap();
+            continue;
+        }
+        let failing: Vec<_> = g
+            .tests
+            .iter()
+            .filter(|t| t.status() != TestStatus::Pass)
+            .collect();
+        any_failure |= !failing.is_empty();
+        for t in failing.iter().take(TESTS_SHOWN) {
+            let mark = if t.status() == TestStatus::Timeout {
+                paint.yellow("⏱")
+            } else {
+                paint.red("✗")
+            };
+            writeln!(out, "    {mark} {}", paint.bold(&t.name)).unwrap();
+            if let Some(message) = t.message(lang) {
+                for line in trim_message(&message) {
+                    writeln!(out, "      {line}").unwrap();
+                }
+            }
+        }
+        if failing.len() > TESTS_SHOWN {
+            let more = failing.len() - TESTS_SHOWN;
+            writeln!(
+                out,
+                "    {}",
+                paint.dim(&lang.t("grade-more-failing", &[("count", &more)]))
+            )
+            .unwrap();
+        }
+    }
+    out.push('\n');
+    let elapsed = format!("{:.1}", result.elapsed.as_secs_f64());
+    let elapsed = lang.t("grade-elapsed", &[("secs", &elapsed)]);
+    let summary = result.summary(lang);
+    let summary = if result.status() == crate::grade::Status::Pass {
+        format!("{} {}", paint.green("✓"), paint.bold(&summary))
+    } else {
+        format!("{} {}", paint.red("✗"), paint.bold(&summary))
+    };
+    writeln!(out, "{summary}{}", paint.dim(&elapsed)).unwrap();
+    for g in result.groups.iter().filter(|g| !g.decides) {
+        let status = status_word(g.status(), lang);
+        let line = lang.t(
+            "grade-summary-optional",
+            &[("lab", &g.group.lab), ("status", &status)],
+        );
+        writeln!(out, "  {}", paint.dim(&line)).unwrap();
+    }
+    if any_failure {
+        let hint = lang.t("grade-run-one", &[("target", &result.test_target)]);
+        writeln!(out, "  {}", paint.dim(&hint)).unwrap();
+    }
+    out
+}
+
+fn status_word(s: GroupStatus, lang: Lang) -> String {
+    match s {
+        GroupStatus::Pass => lang.t("grade-status-pass", &[]),
+        GroupStatus::Fail => lang.t("grade-status-fail", &[]),
+        GroupStatus::Timeout => lang.t("grade-status-timeout", &[]),
+        GroupStatus::Error => lang.t("grade-status-error", &[]),
+    }
+}
+
+/// The first lines of a failure message, each cut to a readable length.
+fn trim_message(message: &str) -> Vec<String> {
+    let lines: Vec<&str> = message.trim().lines().collect();
+    let mut shown: Vec<String> = lines
+        .iter()
+        .take(MESSAGE_LINES)
+        .map(|l| {
+            if l.chars().count() > LINE_CHARS {
+                format!("{}…", l.chars().take(LINE_CHARS).collect::<String>())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
+    if lines.len() > MESSAGE_LINES {
+        shown.push(format!("… (+{})", lines.len() - MESSAGE_LINES));
+    }
+    shown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_trimmed() {
+        let msg = (0..10)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let t = trim_message(&msg);
+        assert_eq!(t.len(), MESSAGE_LINES + 1);
+        assert_eq!(t.last().unwrap(), "… (+4)");
+        let long = "x".repeat(500);
+        assert_eq!(trim_message(&long)[0].chars().count(), LINE_CHARS + 1);
+    }
+}

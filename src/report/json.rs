@@ -1,0 +1,93 @@
+//! The report for a program: exactly one JSON document.
+//!
+//! ```json
+//! {"version": 1, "chapter": "07", "status": "pass" | "fail" | "error", "message": "…", "warnings": ["…"],
+//!  "groups": [{"slug": "plain-stop", "name": "纯文本 stop", "lab": "7.1", "optional": true,
+//!              "status": "pass" | "fail" | "timeout" | "error", "passed": 3, "total": 3,
+//!              "message": "…",
+//!              "tests": [{"name": "plain_stop::…", "status": "pass" | "fail" | "timeout", "message": null}]}]}
+//! ```
+//!
+//! `message` (top level) is a one-line summary; when `status` is `error` it goes on with the reason in full
+//! (for a compile error: rustc's diagnostics, plain text). `optional` appears, as `true`, only on optional
+//! groups, which never decide `status`. A group's `message` appears only when its status is `error`. A
+//! test's `message` is `null` when it passed. Names and messages are in the chosen language.
+
+use serde::Serialize;
+
+use crate::grade::build::strip_ansi;
+use crate::grade::outcome::{GroupError, GroupStatus, Status, TestStatus};
+use crate::grade::GradeResult;
+use crate::i18n::Lang;
+
+#[derive(Serialize)]
+struct Report<'a> {
+    version: u32,
+    chapter: &'a str,
+    status: Status,
+    message: String,
+    warnings: Vec<String>,
+    groups: Vec<Group<'a>>,
+}
+
+#[derive(Serialize)]
+struct Group<'a> {
+    slug: &'a str,
+    name: &'a str,
+    lab: &'a str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    optional: bool,
+    status: GroupStatus,
+    passed: usize,
+    total: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    tests: Vec<Test<'a>>,
+}
+
+#[derive(Serialize)]
+struct Test<'a> {
+    name: &'a str,
+    status: TestStatus,
+    message: Option<String>,
+}
+
+pub fn render(result: &GradeResult, lang: Lang) -> String {
+    let report = Report {
+        version: 1,
+        chapter: &result.chapter,
+        status: result.status(),
+        message: strip_ansi(&result.message(lang)),
+        warnings: result.warnings.iter().map(|w| w.message(lang)).collect(),
+        groups: result
+            .groups
+            .iter()
+            .map(|g| Group {
+                slug: &g.group.slug,
+                name: g.group.name.get(lang),
+                lab: &g.group.lab,
+                optional: g.group.optional,
+                status: g.status(),
+                passed: g.passed(),
+                total: g.total(),
+                message: match (&g.error, g.status()) {
+                    (Some(GroupError::NotBuilt), _) => Some(result.summary(lang)),
+                    (_, GroupStatus::Error) => {
+                        Some(lang.t("grade-group-no-tests", &[("module", &g.group.module())]))
+                    }
+                    _ => None,
+                },
+                tests: g
+                    .tests
+                    .iter()
+                    .map(|t| Test {
+                        name: &t.name,
+                        status: t.status(),
+                        message: t.message(lang).map(|m| strip_ansi(&m)),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    serde_json::to_string_pretty(&report).expect("the report serializes")
+}

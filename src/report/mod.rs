@@ -1,0 +1,204 @@
+//! Renders one [`GradeResult`](crate::grade::GradeResult) three ways: for a person ([`human`]), for a
+//! program ([`json`]) and for CI ([`junit`]); plus the progress spinner shown while grading.
+
+pub mod human;
+pub mod json;
+pub mod junit;
+
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::cli::Format;
+use crate::grade::Stage;
+use crate::i18n::Lang;
+
+/// What the terminal allows.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    /// ANSI colors on stdout (human output on a terminal, and NO_COLOR not set).
+    pub color: bool,
+    /// A spinner on stderr (stderr is a terminal).
+    pub spinner: bool,
+}
+
+impl Style {
+    pub fn detect(format: Format) -> Style {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Style {
+            color: format == Format::Human && std::io::stdout().is_terminal() && !no_color,
+            spinner: std::io::stderr().is_terminal(),
+        }
+    }
+}
+
+/// A tiny ANSI painter that does nothing when colors are off.
+#[derive(Debug, Clone, Copy)]
+pub struct Paint(pub bool);
+
+impl Paint {
+    fn wrap(self, code: &str, text: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+    pub fn green(self, t: &str) -> String {
+        self.wrap("32", t)
+    }
+    pub fn red(self, t: &str) -> String {
+        self.wrap("31", t)
+    }
+    pub fn yellow(self, t: &str) -> String {
+        self.wrap("33", t)
+    }
+    pub fn bold(self, t: &str) -> String {
+        self.wrap("1", t)
+    }
+    pub fn dim(self, t: &str) -> String {
+        self.wrap("2", t)
+    }
+}
+
+struct SpinnerState {
+    text: String,
+    active: bool,
+}
+
+/// Progress on stderr: a spinner when stderr is a terminal; otherwise silent, except that waiting for
+/// another grade is always said once.
+pub struct Progress {
+    lang: Lang,
+    state: Option<Arc<Mutex<SpinnerState>>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+    said_waiting: std::cell::Cell<bool>,
+}
+
+const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+/// A grade that is done within this time shows no spinner at all (no flicker on a warm re-grade).
+const SPINNER_DELAY: Duration = Duration::from_millis(150);
+
+impl Progress {
+    /// Starts the spinner task (on the current tokio runtime) when `spinner` is set.
+    pub fn start(lang: Lang, spinner: bool) -> Progress {
+        if !spinner {
+            return Progress {
+                lang,
+                state: None,
+                task: None,
+                said_waiting: false.into(),
+            };
+        }
+        let state = Arc::new(Mutex::new(SpinnerState {
+            text: lang.t("progress-preparing", &[]),
+            active: true,
+        }));
+        let shared = state.clone();
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(SPINNER_DELAY).await;
+            let mut interval = tokio::time::interval(Duration::from_millis(80));
+            for frame in FRAMES.iter().cycle() {
+                interval.tick().await;
+                let state = shared.lock().unwrap_or_else(|e| e.into_inner());
+                if !state.active {
+                    break;
+                }
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "\r\x1b[2K\x1b[36m{frame}\x1b[0m {}", state.text);
+                let _ = err.flush();
+            }
+        });
+        Progress {
+            lang,
+            state: Some(state),
+            task: Some(task),
+            said_waiting: false.into(),
+        }
+    }
+
+    pub fn update(&self, stage: Stage) {
+        let lang = self.lang;
+        let text = match stage {
+            Stage::Waiting => {
+                if self.state.is_none() && !self.said_waiting.replace(true) {
+                    eprintln!("{}", lang.t("progress-waiting", &[]));
+                }
+                lang.t("progress-waiting", &[])
+            }
+            Stage::Preparing => lang.t("progress-preparing", &[]),
+            Stage::Building {
+                last_crate: None, ..
+            } => lang.t("progress-building", &[]),
+            Stage::Building {
+                last_crate: Some(name),
+                ..
+            } => lang.t("progress-building-crate", &[("crate", &name)]),
+            Stage::Listing => lang.t("progress-running", &[("done", &0), ("total", &"…")]),
+            Stage::Running { done, total } => {
+                lang.t("progress-running", &[("done", &done), ("total", &total)])
+            }
+            Stage::Done => String::new(),
+        };
+        if let Some(state) = &self.state {
+            state.lock().unwrap_or_else(|e| e.into_inner()).text = text;
+        }
+    }
+
+    /// A function that stops the spinner and clears its line, for the signal handler.
+    pub fn clearer(&self) -> impl Fn() + Send + 'static {
+        let state = self.state.clone();
+        move || {
+            if let Some(state) = &state {
+                let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+                state.active = false;
+                eprint!("\r\x1b[2K");
+            }
+        }
+    }
+
+    /// Stops the spinner and clears its line.
+    pub async fn finish(mut self) {
+        (self.clearer())();
+        if let Some(task) = self.task.take() {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+}
+
+/// How many terminal columns `s` takes: East Asian wide characters count two.
+pub fn display_width(s: &str) -> usize {
+    s.chars()
+        .map(|c| {
+            let c = c as u32;
+            let wide = matches!(c,
+                0x1100..=0x115F | 0x2E80..=0x303E | 0x3041..=0x33FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF
+                | 0xA000..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF | 0xFE30..=0xFE4F | 0xFF00..=0xFF60
+                | 0xFFE0..=0xFFE6 | 0x1F300..=0x1F64F | 0x1F900..=0x1F9FF | 0x20000..=0x3FFFD);
+            if wide {
+                2
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+/// `s` padded with spaces to `width` columns.
+pub fn pad(s: &str, width: usize) -> String {
+    let w = display_width(s);
+    format!("{s}{}", " ".repeat(width.saturating_sub(w)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chinese_takes_two_columns() {
+        assert_eq!(display_width("纯文本 stop"), 11);
+        assert_eq!(pad("单工具往返", 12), "单工具往返  ");
+        assert_eq!(pad("abc", 2), "abc");
+    }
+}
