@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Assemble a chapter-07 practice directory by hand, the way `pi-course practice 07` lays it out:
+# the chapter-06 snapshot, then the chapter's given files, then the chosen agent_loop.rs.
+# For checking course content; learners use the CLI.
+#
+#   scripts/assemble-07.sh DIR [solution|skeleton]     (default: solution)
+#
+# Build assembled directories with a shared cache:
+#   CARGO_TARGET_DIR=/work/main/target/content cargo test --manifest-path DIR/Cargo.toml
+set -euo pipefail
+
+usage() { echo "usage: $0 DIR [solution|skeleton]" >&2; exit 2; }
+[[ $# -ge 1 && $# -le 2 ]] || usage
+dir=$1
+variant=${2:-solution}
+[[ $variant == solution || $variant == skeleton ]] || usage
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+chapter=$repo/chapters/07-agent-loop
+
+if [[ -e $dir && -n $(ls -A "$dir" 2>/dev/null) ]]; then
+    echo "$dir exists and is not empty; choose a new directory" >&2
+    exit 1
+fi
+mkdir -p "$dir/src"
+# A content crate someone built in place may hold a target/; never copy it.
+copy_tree() { (cd "$1" && tar --exclude=./target --exclude='*/target' -cf - .) | (cd "$dir" && tar -xf -); }
+copy_tree "$repo/snapshots/06"
+copy_tree "$chapter/files"
+cp "$chapter/$variant/src/agent_loop.rs" "$dir/src/agent_loop.rs"
+echo "assembled $dir ($variant)"
