@@ -1,0 +1,310 @@
+//! The agent loop: ask the model, run the tools it asks for, feed the results back, until the run ends.
+//!
+//! Three invariants hold for every run:
+//! 1. each final assistant message is appended to the transcript exactly once;
+//! 2. before the next model request, every tool call has exactly one result with the same id;
+//! 3. exactly one `TurnEnd` is emitted.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use tokio::task::{JoinError, JoinHandle};
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{
+    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage,
+};
+use crate::model::{Model, ModelEvent, ModelRequest};
+use crate::tool::{execute_tool_call, BoxFuture, ToolContext, ToolError, ToolRegistry};
+
+pub const DEFAULT_MAX_STEPS: usize = 32;
+
+/// What the loop reports while it runs, in the order it happens.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoopEvent {
+    /// A streaming event from the model, forwarded as is.
+    ModelEvent(ModelEvent),
+    /// The final message of one model turn, as appended to the transcript.
+    AssistantMessage(AssistantMessage),
+    ToolStart {
+        call: ToolCall,
+    },
+    ToolProgress {
+        call_id: String,
+        content: Vec<ContentBlock>,
+    },
+    /// Emitted the moment a call finishes, so it may come out of call order.
+    ToolEnd {
+        result: ToolResultMessage,
+    },
+    /// A call that was answered without being run.
+    ToolSkipped {
+        result: ToolResultMessage,
+    },
+    /// The last event of every run.
+    TurnEnd {
+        reason: RunReason,
+    },
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunReason {
+    Stop,
+    Length,
+    Error,
+    Aborted,
+    MaxSteps,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRunResult {
+    pub reason: RunReason,
+    /// The run's transcript: the caller's messages followed by everything this run added.
+    pub messages: Vec<Message>,
+    /// How many model requests were made.
+    pub steps: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentContext {
+    pub system_prompt: String,
+    pub messages: Vec<Message>,
+}
+
+/// The caller's conversation, shared with whoever else reads it (a UI, a session store): the loop
+/// snapshots it once and never writes to it.
+pub type SharedContext = Arc<Mutex<AgentContext>>;
+
+pub type EventSink = Arc<dyn Fn(LoopEvent) + Send + Sync>;
+
+/// Runs one call. Replaces the built-in `execute_tool_call`, e.g. to ask the user first.
+pub type ToolExecutor = Arc<
+    dyn Fn(ToolCall, ToolContext) -> BoxFuture<Result<ToolResultMessage, ToolError>> + Send + Sync,
+>;
+
+#[derive(Clone)]
+pub struct AgentLoopOptions {
+    pub model: Arc<dyn Model>,
+    pub tools: ToolRegistry,
+    pub context: SharedContext,
+    /// Cancelling it ends the run at the next boundary; tools receive it too.
+    pub signal: CancellationToken,
+    pub on_event: EventSink,
+    /// `None` runs calls with `execute_tool_call` against `tools`.
+    pub executor: Option<ToolExecutor>,
+    /// The most model requests one run may make.
+    pub max_steps: usize,
+}
+
+impl AgentLoopOptions {
+    /// No tools, a fresh signal, no event sink, the built-in executor and `DEFAULT_MAX_STEPS`.
+    pub fn new(model: Arc<dyn Model>, context: SharedContext) -> Self {
+        AgentLoopOptions {
+            model,
+            tools: ToolRegistry::new(),
+            context,
+            signal: CancellationToken::new(),
+            on_event: Arc::new(|_| {}),
+            executor: None,
+            max_steps: DEFAULT_MAX_STEPS,
+        }
+    }
+
+    /// The run's one look at the caller's conversation. A copy, taken under the lock and released at
+    /// once: others may keep reading (or changing) the shared context while tools run.
+    fn snapshot(&self) -> AgentContext {
+        self.context.lock().unwrap().clone()
+    }
+}
+
+/// A reason for answering a call without running it: the `reason` written to the result's details, and
+/// the end of the sentence the model will read.
+type Skip = (&'static str, &'static str);
+const TRUNCATED: Skip = ("length", "the model response was truncated");
+const FAILED: Skip = ("error", "the model response ended with an error");
+const ABORTED: Skip = ("aborted", "the run was aborted");
+const UNEXPECTED_STOP: Skip = (
+    "unexpected-stop",
+    "the model stopped without requesting tool use",
+);
+const DUPLICATE_ID: Skip = (
+    "duplicate-call-id",
+    "its id is used by another call in the same message",
+);
+
+pub async fn run_agent_loop(options: AgentLoopOptions) -> AgentRunResult {
+    let mut run = Run {
+        transcript: options.snapshot(),
+        options,
+        steps: 0,
+    };
+    let reason = loop {
+        if let Some(reason) = run.check_boundaries() {
+            break reason;
+        }
+        let assistant = run.request().await;
+        if let Some(reason) = run.handle_stop(&assistant) {
+            break reason;
+        }
+        run.run_batch(&assistant.tool_calls()).await;
+    };
+    run.finish(reason)
+}
+
+/// One run in progress.
+struct Run {
+    options: AgentLoopOptions,
+    /// The run's own conversation: every request is built from it, every result is written to it.
+    transcript: AgentContext,
+    /// Model requests made so far.
+    steps: usize,
+}
+
+impl Run {
+    fn emit(&self, event: LoopEvent) {
+        (self.options.on_event)(event)
+    }
+
+    /// Checked before every request, which is also right after the previous batch was written.
+    fn check_boundaries(&self) -> Option<RunReason> {
+        if self.options.signal.is_cancelled() {
+            Some(RunReason::Aborted)
+        } else if self.steps >= self.options.max_steps {
+            Some(RunReason::MaxSteps)
+        } else {
+            None
+        }
+    }
+
+    /// One model turn: forward every event, then append the final message (never a partial) once.
+    async fn request(&mut self) -> AssistantMessage {
+        self.steps += 1;
+        let mut stream = self.options.model.stream(ModelRequest {
+            system_prompt: self.transcript.system_prompt.clone(),
+            messages: self.transcript.messages.clone(),
+            tools: self.options.tools.definitions(),
+        });
+        while let Some(event) = stream.next().await {
+            self.emit(LoopEvent::ModelEvent(event));
+        }
+        let assistant = stream.result().await;
+        self.transcript.messages.push(assistant.clone().into());
+        self.emit(LoopEvent::AssistantMessage(assistant.clone()));
+        assistant
+    }
+
+    /// The decision table. `None`: run the calls and ask again; `Some`: the run ends for that reason.
+    fn handle_stop(&mut self, assistant: &AssistantMessage) -> Option<RunReason> {
+        let calls = assistant.tool_calls();
+        let (skip, reason) = match (assistant.stop_reason, calls.is_empty()) {
+            (StopReason::ToolUse, false) if repeats_an_id(&calls) => {
+                (DUPLICATE_ID, RunReason::Error)
+            }
+            (StopReason::ToolUse, false) => return None,
+            // Nothing to run, yet not finished: the model cannot make progress.
+            (StopReason::ToolUse, true) => return Some(RunReason::Error),
+            (StopReason::Stop, true) => return Some(RunReason::Stop),
+            // A protocol contradiction: never guess what the model meant.
+            (StopReason::Stop, false) => (UNEXPECTED_STOP, RunReason::Error),
+            // Truncated arguments may still parse; running half a `write` is never safe.
+            (StopReason::Length, _) => (TRUNCATED, RunReason::Length),
+            (StopReason::Error, _) => (FAILED, RunReason::Error),
+            (StopReason::Aborted, _) => (ABORTED, RunReason::Aborted),
+        };
+        // The assistant message is already in the transcript, so its calls cannot just be dropped.
+        for call in calls {
+            let result = skipped(call, skip);
+            self.emit(LoopEvent::ToolSkipped {
+                result: result.clone(),
+            });
+            self.transcript.messages.push(result.into());
+        }
+        Some(reason)
+    }
+
+    /// Starts every call at once; writes the results in call order, whatever order they finish in.
+    async fn run_batch(&mut self, calls: &[&ToolCall]) {
+        let tasks: Vec<_> = calls.iter().map(|call| self.spawn(call)).collect();
+        for task in tasks {
+            let result = task.await.expect("the event sink panicked");
+            self.transcript.messages.push(result.into());
+        }
+    }
+
+    /// Runs one call on its own task and emits its ToolEnd the moment it finishes.
+    fn spawn(&self, call: &ToolCall) -> JoinHandle<ToolResultMessage> {
+        self.emit(LoopEvent::ToolStart { call: call.clone() });
+        let options = &self.options;
+        let (on_event, call_id) = (options.on_event.clone(), call.id.clone());
+        let ctx = ToolContext {
+            call_id: call.id.clone(),
+            signal: options.signal.clone(),
+            report_progress: Arc::new(move |content| {
+                let call_id = call_id.clone();
+                on_event(LoopEvent::ToolProgress { call_id, content })
+            }),
+        };
+        // An inner task of its own turns a panic into a JoinError instead of unwinding through us.
+        let work = match &options.executor {
+            Some(executor) => tokio::spawn(executor(call.clone(), ctx)),
+            None => {
+                let (call, tools) = (call.clone(), options.tools.clone());
+                tokio::spawn(async move { Ok(execute_tool_call(&call, &tools, ctx).await) })
+            }
+        };
+        let (call, on_event) = (call.clone(), options.on_event.clone());
+        tokio::spawn(async move {
+            let result = match work.await {
+                Ok(Ok(result)) => result,
+                Ok(Err(error)) => failed(&call, &error.to_string()),
+                Err(join_error) => failed(&call, &panic_message(join_error)),
+            };
+            on_event(LoopEvent::ToolEnd {
+                result: result.clone(),
+            });
+            result
+        })
+    }
+
+    /// The single exit: every run emits exactly one TurnEnd, here.
+    fn finish(self, reason: RunReason) -> AgentRunResult {
+        self.emit(LoopEvent::TurnEnd { reason });
+        AgentRunResult {
+            reason,
+            messages: self.transcript.messages,
+            steps: self.steps,
+        }
+    }
+}
+
+fn repeats_an_id(calls: &[&ToolCall]) -> bool {
+    let mut seen = HashSet::new();
+    !calls.iter().all(|call| seen.insert(&call.id))
+}
+
+fn skipped(call: &ToolCall, (reason, why): Skip) -> ToolResultMessage {
+    ToolResultMessage {
+        details: json!({"skipped": true, "reason": reason}),
+        ..ToolResultMessage::error(call, format!("Tool call was not executed because {why}."))
+    }
+}
+
+fn failed(call: &ToolCall, message: &str) -> ToolResultMessage {
+    ToolResultMessage::error(call, format!("Tool {} failed: {message}", call.name))
+}
+
+/// The text a panic was raised with: `panic!` carries a `String` or a `&str`.
+fn panic_message(error: JoinError) -> String {
+    match error.try_into_panic() {
+        Ok(payload) => match payload.downcast::<String>() {
+            Ok(text) => *text,
+            Err(payload) => payload
+                .downcast_ref::<&str>()
+                .map_or("it panicked", |s| *s)
+                .to_owned(),
+        },
+        Err(_) => "the task was cancelled".to_owned(),
+    }
+}
