@@ -45,7 +45,9 @@ fn main() {
             walk(&dir, &mut files);
         }
     }
-    let mut code = String::from("/// Every embedded content file: (path relative to the repository, bytes).\n");
+    let mut code = String::from(
+        "/// Every embedded content file: (path relative to the repository, bytes).\n",
+    );
     code.push_str("pub static FILES: &[(&str, &[u8])] = &[\n");
     for path in files {
         let rel = path
@@ -59,7 +61,12 @@ fn main() {
         }
         // Directories are watched above; files too, so edits to existing files re-run this script.
         println!("cargo:rerun-if-changed={}", path.display());
-        writeln!(code, "    ({rel:?}, include_bytes!({:?})),", path.display().to_string()).unwrap();
+        writeln!(
+            code,
+            "    ({rel:?}, include_bytes!({:?})),",
+            path.display().to_string()
+        )
+        .unwrap();
     }
     code.push_str("];\n");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("embedded.rs");

@@ -138,7 +138,10 @@ impl Chapter {
         let q = query.trim();
         q == self.id
             || q == self.folder
-            || self.folder.split_once('-').is_some_and(|(_, slug)| q == slug)
+            || self
+                .folder
+                .split_once('-')
+                .is_some_and(|(_, slug)| q == slug)
             || (q.parse::<u32>().ok()).is_some_and(|n| self.id.parse::<u32>() == Ok(n))
     }
 }
@@ -155,8 +158,12 @@ impl Catalog {
     pub fn embedded() -> Catalog {
         let mut chapters = Vec::new();
         for (path, bytes) in embedded::FILES {
-            let Some(rest) = path.strip_prefix("chapters/") else { continue };
-            let Some((folder, "chapter.toml")) = rest.split_once('/') else { continue };
+            let Some(rest) = path.strip_prefix("chapters/") else {
+                continue;
+            };
+            let Some((folder, "chapter.toml")) = rest.split_once('/') else {
+                continue;
+            };
             let text = std::str::from_utf8(bytes).expect("chapter.toml is UTF-8");
             let m: Manifest =
                 toml::from_str(text).unwrap_or_else(|e| panic!("invalid {path}: {e}"));
@@ -201,7 +208,10 @@ mod tests {
         assert!(embedded::FILES
             .iter()
             .all(|(p, _)| !p.contains("/solution/") && !p.ends_with("mutants.toml")));
-        assert!(ch.given_files().iter().all(|f| f.path != "src/agent_loop.rs"));
+        assert!(ch
+            .given_files()
+            .iter()
+            .all(|f| f.path != "src/agent_loop.rs"));
         assert_eq!(ch.skeleton_files().len(), ch.editable.len());
     }
 
@@ -210,7 +220,11 @@ mod tests {
         let catalog = Catalog::embedded();
         let ch = catalog.chapter("7").unwrap();
         for q in ["plain-stop", "plain_stop", "纯文本 stop", "7.1", "Lab 7.1"] {
-            assert_eq!(ch.group(q).map(|g| g.slug.as_str()), Some("plain-stop"), "{q}");
+            assert_eq!(
+                ch.group(q).map(|g| g.slug.as_str()),
+                Some("plain-stop"),
+                "{q}"
+            );
         }
         assert!(ch.group("7.9").is_none());
     }

@@ -12,7 +12,10 @@ pub struct UserError {
 
 impl UserError {
     pub fn new(problem: impl Into<String>) -> Self {
-        UserError { problem: problem.into(), fix: None }
+        UserError {
+            problem: problem.into(),
+            fix: None,
+        }
     }
 
     pub fn with_fix(mut self, fix: impl Into<String>) -> Self {

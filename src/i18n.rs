@@ -51,7 +51,8 @@ impl Lang {
 fn table() -> &'static BTreeMap<String, Text> {
     static TABLE: OnceLock<BTreeMap<String, Text>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let bytes = Catalog::file("templates/messages.toml").expect("templates/messages.toml is embedded");
+        let bytes =
+            Catalog::file("templates/messages.toml").expect("templates/messages.toml is embedded");
         let text = std::str::from_utf8(bytes).expect("messages.toml is UTF-8");
         toml::from_str(text).unwrap_or_else(|e| panic!("invalid templates/messages.toml: {e}"))
     })
@@ -82,7 +83,11 @@ mod tests {
             let code = std::fs::read_to_string(entry.path()).unwrap();
             for piece in code.split(".t(\"").skip(1) {
                 let key = piece.split('"').next().unwrap();
-                assert!(table().contains_key(key), "{}: message {key:?} missing", entry.path().display());
+                assert!(
+                    table().contains_key(key),
+                    "{}: message {key:?} missing",
+                    entry.path().display()
+                );
             }
         }
     }

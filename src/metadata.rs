@@ -32,7 +32,10 @@ pub struct Metadata {
 
 /// sha256 of `bytes`, as lowercase hex.
 pub fn fingerprint(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 impl Metadata {
@@ -75,8 +78,10 @@ impl Practice {
     pub fn open(catalog: &Catalog, lang: Lang, dir: &Path) -> Result<Practice> {
         let shown = dir.display();
         if !dir.is_dir() {
-            return Err(UserError::new(lang.t("not-a-directory", &[("dir", &shown)]))
-                .with_fix(lang.t("fix-make-practice", &[])));
+            return Err(
+                UserError::new(lang.t("not-a-directory", &[("dir", &shown)]))
+                    .with_fix(lang.t("fix-make-practice", &[])),
+            );
         }
         let file = dir.join(FILE);
         let text = fs::read_to_string(&file).map_err(|_| {
@@ -84,14 +89,24 @@ impl Practice {
                 .with_fix(lang.t("fix-make-practice", &[]))
         })?;
         let metadata: Metadata = toml::from_str(&text).map_err(|e| {
-            UserError::new(lang.t("metadata-invalid", &[("file", &file.display()), ("error", &e.message())]))
-                .with_fix(lang.t("fix-make-practice", &[]))
+            UserError::new(lang.t(
+                "metadata-invalid",
+                &[("file", &file.display()), ("error", &e.message())],
+            ))
+            .with_fix(lang.t("fix-make-practice", &[]))
         })?;
         let chapter = catalog.chapter(&metadata.chapter).cloned().ok_or_else(|| {
-            UserError::new(lang.t("metadata-unknown-chapter", &[("chapter", &metadata.chapter)]))
-                .with_fix(lang.t("fix-upgrade", &[]))
+            UserError::new(lang.t(
+                "metadata-unknown-chapter",
+                &[("chapter", &metadata.chapter)],
+            ))
+            .with_fix(lang.t("fix-upgrade", &[]))
         })?;
-        Ok(Practice { dir: dir.to_path_buf(), metadata, chapter })
+        Ok(Practice {
+            dir: dir.to_path_buf(),
+            metadata,
+            chapter,
+        })
     }
 
     /// Given files whose content differs from the pristine copy (or that are missing), sorted.
