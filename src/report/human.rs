@@ -16,10 +16,10 @@ use crate::grade::outcome::{GroupResult, GroupStatus, Problem, TestStatus};
 use crate::grade::GradeResult;
 use crate::i18n::Lang;
 
-/// Failing tests shown under a group; the rest are counted.
-const TESTS_SHOWN: usize = 3;
 /// Lines of a failure message shown.
-const MESSAGE_LINES: usize = 6;
+const MESSAGE_LINES: usize = 4;
+/// Columns of a message shown again.
+const REPEAT_COLUMNS: usize = 72;
 /// Characters of one message line shown.
 const LINE_CHARS: usize = 200;
 
@@ -73,6 +73,8 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool) -> String {
         .max()
         .unwrap_or(0);
     let mut any_failure = false;
+    // A message already shown is cut to its first line (a `todo!()` fails many tests the same way).
+    let mut shown = std::collections::HashSet::new();
     for g in &result.groups {
         let status = g.status();
         let mark = match status {
@@ -110,27 +112,25 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool) -> String {
             .filter(|t| t.status() != TestStatus::Pass)
             .collect();
         any_failure |= !failing.is_empty();
-        for t in failing.iter().take(TESTS_SHOWN) {
+        for t in failing {
             let mark = if t.status() == TestStatus::Timeout {
                 paint.yellow("⏱")
             } else {
                 paint.red("✗")
             };
             writeln!(out, "    {mark} {}", paint.bold(&t.name)).unwrap();
-            if let Some(message) = t.message(lang) {
-                for line in trim_message(&message) {
-                    writeln!(out, "      {line}").unwrap();
-                }
+            let Some(message) = t.message(lang) else {
+                continue;
+            };
+            if shown.contains(&message) {
+                let first = message.lines().next().unwrap_or_default();
+                writeln!(out, "      {}", paint.dim(&cut(first, REPEAT_COLUMNS))).unwrap();
+                continue;
             }
-        }
-        if failing.len() > TESTS_SHOWN {
-            let more = failing.len() - TESTS_SHOWN;
-            writeln!(
-                out,
-                "    {}",
-                paint.dim(&lang.t("grade-more-failing", &[("count", &more)]))
-            )
-            .unwrap();
+            for line in trim_message(&message) {
+                writeln!(out, "      {line}").unwrap();
+            }
+            shown.insert(message);
         }
     }
     out.push('\n');
@@ -165,6 +165,25 @@ fn status_word(s: GroupStatus, lang: Lang) -> String {
         GroupStatus::Timeout => lang.t("grade-status-timeout", &[]),
         GroupStatus::Error => lang.t("grade-status-error", &[]),
     }
+}
+
+/// `line` cut to `columns` terminal columns, with an ellipsis when cut.
+fn cut(line: &str, columns: usize) -> String {
+    if display_width(line) <= columns {
+        return line.to_string();
+    }
+    let mut out = String::new();
+    let mut width = 0;
+    for c in line.chars() {
+        let w = display_width(c.encode_utf8(&mut [0; 4]));
+        if width + w >= columns {
+            break;
+        }
+        width += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
 }
 
 /// The first lines of a failure message, each cut to a readable length.
