@@ -5,8 +5,11 @@
 #
 #   scripts/assemble-07.sh DIR [solution|skeleton]     (default: solution)
 #
-# Build assembled directories with a shared cache:
-#   CARGO_TARGET_DIR=/work/main/target/content cargo test --manifest-path DIR/Cargo.toml
+# Build assembled directories under target/content, one subdirectory per assembled directory:
+#   CARGO_TARGET_DIR=/work/main/target/content/NAME cargo test --manifest-path DIR/Cargo.toml
+# Every practice directory has the same package name and layout, and cargo's cache key for a path package
+# does not include where it lives: two directories built into one target dir can pick up each other's
+# artifacts (a skeleton "passing" with the solution's test binary) when their files are not newer.
 set -euo pipefail
 
 usage() { echo "usage: $0 DIR [solution|skeleton]" >&2; exit 2; }
