@@ -25,6 +25,7 @@ use pi_course::agent_loop::{
     run_agent_loop, AgentContext, AgentLoopOptions, AgentRunResult, EventSink, LoopEvent,
     RunReason, SharedContext, ToolExecutor,
 };
+use pi_course::event_stream::EventStream;
 use pi_course::message::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage,
 };
@@ -185,13 +186,32 @@ impl Recorder {
     pub fn sink(self: &Arc<Self>) -> EventSink {
         let me = Arc::clone(self);
         Arc::new(move |event| {
-            lock(&me.events).push(event);
+            let count = {
+                let mut events = lock(&me.events);
+                events.push(event);
+                events.len()
+            };
+            if count > EVENT_LIMIT {
+                panic!(
+                    "循环已发出 {count} 个事件，停不下来 / the loop emitted {count} events and never ends"
+                );
+            }
             me.changed.send_modify(|n| *n += 1);
         })
     }
 
     pub fn kinds(&self) -> Vec<String> {
         lock(&self.events).iter().map(kind).collect()
+    }
+
+    /// The event kinds for a failure message: all of them, or the last few of a long run.
+    pub fn summary(&self) -> String {
+        let kinds = self.kinds();
+        let skip = kinds.len().saturating_sub(24);
+        match skip {
+            0 => format!("{kinds:?}"),
+            _ => format!("(last 24 of {}) {:?}", kinds.len(), &kinds[skip..]),
+        }
     }
 
     pub fn count(&self, kind_prefix: &str) -> usize {
@@ -271,7 +291,8 @@ fn hang_hint(last: Option<&String>) -> &'static str {
     } else if last.starts_with("turn_end") {
         "turn_end 之后应立即返回 / after turn_end the loop should return at once"
     } else {
-        "处理最终 assistant 消息时：某个分支没有返回？ / deciding on the final message: a branch that never returns?"
+        "处理最终 assistant 消息时（决策表，或一批调用发出 tool_start 之前） \
+         / after the final message: in the decision table, or before a batch's tool_start"
     }
 }
 
@@ -504,7 +525,8 @@ pub fn setup(script: Vec<AssistantMessage>) -> Setup {
         messages: caller_messages(),
     }));
     let events = Recorder::new();
-    let mut options = AgentLoopOptions::new(model.clone(), context.clone());
+    let guarded = Arc::new(Guarded(model.clone()));
+    let mut options = AgentLoopOptions::new(guarded, context.clone());
     options.on_event = events.sink();
     Setup {
         model,
@@ -526,6 +548,29 @@ pub fn counting_tools(runs: &Arc<AtomicUsize>) -> pi_course::tool::ToolRegistry 
         runs: runs.clone(),
     });
     tools
+}
+
+/// More requests than any test's script needs: a loop that gets here never ends by itself.
+const REQUEST_LIMIT: usize = 100;
+/// More events than any test produces: a loop that emits this many never ends by itself.
+const EVENT_LIMIT: usize = 5_000;
+
+/// Hands every request to the scripted model, but stops a loop that would request forever (a busy
+/// loop never lets the paused clock reach a timeout).
+struct Guarded(Arc<ScriptedModel>);
+
+impl Model for Guarded {
+    fn stream(&self, request: ModelRequest) -> EventStream<ModelEvent, AssistantMessage> {
+        let calls = self.0.calls();
+        if calls >= REQUEST_LIMIT {
+            panic!(
+                "模型已被请求 {calls} 次，循环停不下来：是否有终态分支没有结束运行，或没有遵守 max_steps？\n  \
+                 the model was asked {calls} times: the loop never ends (a terminal branch that goes on, \
+                 or max_steps ignored?)"
+            );
+        }
+        self.0.stream(request)
+    }
 }
 
 pub type Driver = Pin<Box<dyn Future<Output = ()>>>;
@@ -552,21 +597,29 @@ impl Setup {
         let both = drive(Box::pin(run_agent_loop(options)), driver);
         let result = match tokio::time::timeout(RUN_LIMIT, both).await {
             Ok(Ok(result)) => result,
-            Ok(Err(payload)) => panic!(
-                "循环本身 panic 了 / the loop panicked: {}\n  \
-                 （若这是测试执行器故意触发的 panic，说明它没有被转换成错误结果 / if this is the test \
-                 executor's deliberate panic, it escaped instead of becoming an error result）\n  \
-                 已发生的事件 / events so far: {:?}",
-                payload_text(payload.as_ref()),
-                events.kinds()
-            ),
+            Ok(Err(payload)) => {
+                let text = payload_text(payload.as_ref());
+                let hint = if text.contains("not yet implemented") {
+                    "\n  （骨架里的 todo!() 还在：完成它所说的 Lab / a todo!() of the skeleton is still there）"
+                } else if text.contains("never ends") {
+                    ""
+                } else {
+                    "\n  （若它来自执行器的错误或 panic，说明它没有被转换成配对的错误结果 / if it comes from \
+                     an executor's error or panic, it escaped instead of becoming a paired error result）"
+                };
+                panic!(
+                    "循环本身 panic 了 / the loop panicked: {text}{hint}\n  \
+                     已发生的事件 / events so far: {}",
+                    events.summary()
+                )
+            }
             Err(_) => {
-                let kinds = events.kinds();
                 panic!(
                     "循环卡住了：在（暂停的）时钟上 {}s 内没有返回 / the loop hung and never returned\n  \
-                     已发生的事件 / events so far: {kinds:?}\n  可能卡在 / probably waiting: {}",
+                     已发生的事件 / events so far: {}\n  可能卡在 / probably waiting: {}",
                     RUN_LIMIT.as_secs(),
-                    hang_hint(kinds.last())
+                    events.summary(),
+                    hang_hint(events.kinds().last())
                 )
             }
         };
@@ -599,7 +652,7 @@ async fn drive(
         }
     })
     .await;
-    if !driver_done {
+    if result.is_ok() && !driver_done {
         driver.await;
     }
     result
@@ -615,14 +668,18 @@ pub fn payload_text(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-/// The test executor panics on purpose; keep those expected panics out of the test output. Every other
-/// panic (a failing assert, a `todo!()`) is printed as usual.
+/// The test executor panics on purpose; keep exactly those expected panics out of the test output.
+/// Every other panic (a failing assert, a `todo!()`, a loop that lets the executor's panic escape and
+/// fails on it) is printed as usual.
 fn silence_deliberate_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !payload_text(info.payload()).contains(PANIC_MARKER) {
+            let text = payload_text(info.payload());
+            let deliberate =
+                text.starts_with("kaboom") && text.ends_with(&format!("({PANIC_MARKER})"));
+            if !deliberate {
                 previous(info);
             }
         }));
@@ -658,21 +715,25 @@ impl Outcome {
     pub fn assert_ends(&self, reason: RunReason, rule: &str) {
         let kinds = self.kinds();
         let turn_ends: Vec<&String> = kinds.iter().filter(|k| k.starts_with("turn_end")).collect();
+        assert_eq!(
+            turn_ends.len(),
+            1,
+            "一次运行恰好发出一个 turn_end（不变量 3），实际 {} 个 / one run emits exactly one turn_end\n  \
+             全部事件 / all events: {kinds:?}",
+            turn_ends.len()
+        );
+        assert!(
+            kinds.last().is_some_and(|k| k.starts_with("turn_end")),
+            "turn_end 必须是最后一个事件 / turn_end must be the last event: {kinds:?}"
+        );
         let wanted = format!("turn_end({reason:?})");
         assert_eq!(
-            turn_ends,
-            vec![&wanted],
-            "一次运行只发出一个 turn_end（不变量 3），这里应为 {wanted}：{rule}\n  全部事件 / all events: \
-             {kinds:?}\n  one run emits exactly one turn_end",
-        );
-        assert_eq!(
-            kinds.last(),
-            Some(&wanted),
-            "turn_end 必须是最后一个事件 / turn_end must be the last event: {kinds:?}"
+            turn_ends[0], &wanted,
+            "{rule}：运行应以 {wanted} 结束 / the run must end with {wanted}\n  全部事件 / all events: {kinds:?}"
         );
         assert_eq!(
             self.result.reason, reason,
-            "运行的返回 reason 应为 {reason:?}：{rule} / the run must return reason {reason:?}"
+            "{rule}：返回的 reason 应与 turn_end 一致，为 {reason:?} / the returned reason must be {reason:?}"
         );
     }
 
