@@ -1,0 +1,272 @@
+//! The learner's edit-to-verdict loop, measured: `cargo bench --bench edit_loop`.
+//!
+//! Prints medians over several runs and ratios measured side by side in the same run (this machine is
+//! noisy; absolute figures move, ratios move less). Not a test: nothing here asserts a time.
+//!
+//! Figures: `practice` wall time; a one-line edit of `src/agent_loop.rs` to a full five-group verdict
+//! (warm); the same edit under a bare `cargo test --test ch07` in the same directory (the grader's
+//! overhead); the first grade of a fresh directory against a warm re-grade; and where an edit's time goes
+//! (cargo's own start, rustc of the learner's crate, rustc + link of the test crate, running the tests).
+//!
+//! Environment: `BENCH_RUNS` (default 7); `PI_COURSE_CACHE` (default: the test suite's cache, so
+//! dependencies are usually built already).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_pi-course");
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+fn cache() -> PathBuf {
+    std::env::var_os("PI_COURSE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("pi-course-cache"))
+}
+
+fn runs() -> usize {
+    std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(7)
+}
+
+/// Runs `cmd` to completion and returns its wall time; panics with its output if it fails unexpectedly.
+fn timed(cmd: &mut Command, expect_success: bool) -> Duration {
+    let start = Instant::now();
+    let out = cmd
+        .env("PI_COURSE_CACHE", cache())
+        .stdin(Stdio::null())
+        .output()
+        .expect("spawn");
+    let took = start.elapsed();
+    if expect_success && !out.status.success() {
+        panic!(
+            "{cmd:?} failed ({}):\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    took
+}
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.3} s", d.as_secs_f64())
+}
+
+fn practice(dir: &Path) -> Duration {
+    timed(Command::new(BIN).args(["practice", "07"]).arg(dir), true)
+}
+
+fn solution() -> String {
+    fs::read_to_string(Path::new(REPO).join("chapters/07-agent-loop/solution/src/agent_loop.rs"))
+        .expect("reference solution")
+}
+
+/// A one-line edit: the solution with a different trailing comment, so every run really recompiles.
+fn edit(dir: &Path, n: usize) {
+    let text = format!("{}\n// edit {n}\n", solution());
+    fs::write(dir.join("src/agent_loop.rs"), text).unwrap();
+}
+
+fn grade(dir: &Path, expect_pass: bool) -> Duration {
+    timed(
+        Command::new(BIN)
+            .args(["grade", "--format", "json"])
+            .arg(dir)
+            .stdout(Stdio::null()),
+        expect_pass,
+    )
+}
+
+fn bare_cargo_test(dir: &Path, target: &Path) -> Duration {
+    timed(
+        Command::new("cargo")
+            .args(["test", "-q", "--test", "ch07"])
+            .current_dir(dir)
+            .env("CARGO_TARGET_DIR", target)
+            .env("RUST_BACKTRACE", "0"),
+        true,
+    )
+}
+
+/// The grader's build directory for chapter 07 (the most recently used one).
+fn build_dir() -> PathBuf {
+    let work = cache().join("work");
+    fs::read_dir(&work)
+        .expect("cache/work exists after a grade")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("07-") && e.path().is_dir())
+        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .expect("a chapter 07 build directory")
+        .path()
+}
+
+/// Per-crate compile times of one incremental build, from cargo's `--timings` report.
+fn timings(build: &Path) -> Vec<(String, f64)> {
+    let target = cache().join("target");
+    let out = Command::new("cargo")
+        .args([
+            "test",
+            "--no-run",
+            "-q",
+            "--locked",
+            "--test",
+            "ch07",
+            "--timings",
+        ])
+        .current_dir(build)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .expect("cargo");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html =
+        fs::read_to_string(target.join("cargo-timings/cargo-timing.html")).unwrap_or_default();
+    let Some(start) = html.find("const UNIT_DATA = ") else {
+        return Vec::new();
+    };
+    let rest = &html[start + "const UNIT_DATA = ".len()..];
+    let json = &rest[..rest.find(";\n").unwrap_or(rest.len())];
+    let units: Vec<serde_json::Value> = serde_json::from_str(json).unwrap_or_default();
+    units
+        .iter()
+        .map(|u| {
+            let name = format!(
+                "{}{}",
+                u["name"].as_str().unwrap_or("?"),
+                u["target"].as_str().unwrap_or("")
+            );
+            (name, u["duration"].as_f64().unwrap_or(0.0))
+        })
+        .collect()
+}
+
+fn main() {
+    // `cargo bench` passes --bench; accept and ignore harness arguments.
+    let n = runs();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    println!("pi-course edit loop benchmark: medians of {n} runs; ratios measured side by side in this run");
+    println!("cache: {}", cache().display());
+
+    // practice: wall time of making a directory.
+    let practice_times: Vec<Duration> = (0..n.max(15))
+        .map(|i| practice(&root.join(format!("p{i}"))))
+        .collect();
+
+    // Warm up: the learner's directory with the reference answer; dependencies, the grader's build
+    // directory and the bare `cargo test` target all built once.
+    let dir = root.join("loop");
+    practice(&dir);
+    edit(&dir, 0);
+    let bare_target = cache().join("bench-bare-target");
+    grade(&dir, true);
+    bare_cargo_test(&dir, &bare_target);
+
+    let (mut regrade, mut bare, mut fresh) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 1..=n {
+        edit(&dir, 2 * i);
+        regrade.push(grade(&dir, true));
+        edit(&dir, 2 * i + 1);
+        bare.push(bare_cargo_test(&dir, &bare_target));
+        // A fresh directory (the skeleton, as a learner starts) graded for the first time. The skeleton
+        // fails every group, which is the expected verdict here.
+        let fresh_dir = root.join(format!("fresh{i}"));
+        practice(&fresh_dir);
+        fresh.push(grade(&fresh_dir, false));
+    }
+
+    // Where the time of one edit goes, measured in the grader's own build directory.
+    let build = build_dir();
+    let mut edited = fs::read_to_string(build.join("src/agent_loop.rs")).unwrap();
+    edited.push_str("\n// timings\n");
+    fs::write(build.join("src/agent_loop.rs"), edited).unwrap();
+    let units = timings(&build);
+    let noop = median(
+        (0..n)
+            .map(|_| {
+                timed(
+                    Command::new("cargo")
+                        .args(["test", "--no-run", "-q", "--locked", "--test", "ch07"])
+                        .current_dir(&build)
+                        .env("CARGO_TARGET_DIR", cache().join("target")),
+                    true,
+                )
+            })
+            .collect(),
+    );
+
+    let (p, r, b, f) = (
+        median(practice_times),
+        median(regrade.clone()),
+        median(bare.clone()),
+        median(fresh.clone()),
+    );
+    let ratio = |a: &[Duration], b: &[Duration]| {
+        // Pairwise ratios of runs taken side by side, then their median: robust to drift in load.
+        let mut rs: Vec<f64> = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| x.as_secs_f64() / y.as_secs_f64())
+            .collect();
+        rs.sort_by(|x, y| x.partial_cmp(y).unwrap());
+        rs[rs.len() / 2]
+    };
+    println!();
+    println!("{:<44} {:>10}   target", "figure", "median");
+    println!("{:<44} {:>10}   < 30 ms", "practice 07 (wall)", ms(p));
+    println!(
+        "{:<44} {:>10}   <= 1.0 s",
+        "one-line edit -> five-group verdict (grade)",
+        secs(r)
+    );
+    println!(
+        "{:<44} {:>10}",
+        "one-line edit -> bare cargo test --test ch07",
+        secs(b)
+    );
+    println!(
+        "{:<44} {:>9.2}x   < 1.10x",
+        "grader overhead (grade / bare cargo test)",
+        ratio(&regrade, &bare)
+    );
+    println!("{:<44} {:>10}", "fresh directory, first grade", secs(f));
+    println!(
+        "{:<44} {:>9.2}x   <= 1.5x",
+        "fresh first grade / warm re-grade",
+        ratio(&fresh, &regrade)
+    );
+    println!();
+    println!("where one edit's time goes (cargo --timings in the grader's build directory):");
+    println!(
+        "  {:<42} {:>10}",
+        "cargo start + fingerprints (no-op build)",
+        secs(noop)
+    );
+    for (name, d) in &units {
+        println!(
+            "  {:<42} {:>10}",
+            format!("rustc {name}"),
+            format!("{d:.3} s")
+        );
+    }
+    println!(
+        "  (the test crate's figure includes linking; running the tests is the rest of a grade)"
+    );
+}
