@@ -12,7 +12,7 @@ set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 chapter=$repo/chapters/07-agent-loop
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target/content}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target/content/check-mutants}
 export CARGO_TERM_COLOR=never
 
 work=$(mktemp -d)
@@ -48,11 +48,11 @@ elif cmd == "apply":
     open(target, "w", encoding="utf-8").write(text)
 PY
 
-# Builds the practice directory's test target and copies the binary to $work/ch07. Assembled
-# directories share one target directory, and cargo names sources relative to the package root, so a
-# build made in another directory can look fresh here. A variant is therefore written (new mtime) just
-# before its build, the build must report the library and the test target as compiled now (not fresh),
-# and the binary is copied at once so a later build elsewhere cannot replace it.
+# Builds the practice directory's test target and copies the binary to $work/ch07. Cargo's cache key
+# for a path package does not include where it lives, so a build made in another directory with the
+# same layout (an earlier run of this script) can look fresh here. A variant is therefore written (new
+# mtime) just before its build, the build must report the library and the test target as compiled now
+# (not fresh), and the binary is copied at once so a later build cannot replace it.
 build() {
     (cd "$work/p" && timeout 600 cargo test --test ch07 --no-run --message-format=json-render-diagnostics) \
         >"$work/build.json" 2>"$work/out" || return 1

@@ -16,13 +16,13 @@ runs=$1
 threads=$2
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target/content}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target/content/repeat-07}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 "$repo/scripts/assemble-07.sh" "$work/p" solution >/dev/null
-# The shared target directory may hold a build of another directory with the same layout; a fresh
-# mtime on the loop makes this build its own (see check-mutants.sh).
+# The target directory may hold a build of an earlier directory with the same layout; a fresh mtime on
+# the loop makes this build its own, and the build must say so (see check-mutants.sh).
 touch "$work/p/src/agent_loop.rs"
 (cd "$work/p" && cargo test --test ch07 --no-run --message-format=json-render-diagnostics) \
     >"$work/build.json" 2>"$work/build.log" || {
