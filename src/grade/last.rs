@@ -70,7 +70,7 @@ pub fn record(practice_dir: &Path, result: &GradeResult) -> std::io::Result<()> 
 }
 
 /// Writes `path` through a temporary file in the same directory and a rename, so a reader never sees half
-/// a file.
+/// a file. (No fsync: these are reports, and the learner waits for every millisecond.)
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -81,7 +81,6 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .suffix(".tmp")
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

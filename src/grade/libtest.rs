@@ -1,8 +1,12 @@
-//! Reading what a libtest binary says: its test list, and how a single test ran.
+//! Reading what a libtest binary says: its test list, how a batch of tests ran, and how a single test ran.
 //!
-//! Each test runs as `<exe> <name> --exact --test-threads=1 --nocapture`, so the test's own output and its
-//! panic messages reach our pipes directly (also when the process dies half way), and libtest's closing
-//! `test result:` line on stdout tells whether the test really finished.
+//! A group's tests first run together in one process (`<exe> --exact <names>... --test-threads=1`): libtest
+//! prints `test <name> ... ` when a test starts and `ok` / `FAILED` when it ends, and, at the end, the
+//! captured output of each failed test under `---- <name> stdout ----`. A test without a verdict from its
+//! batch (the batch crashed, exited or stalled) runs again alone as
+//! `<exe> <name> --exact --test-threads=1 --nocapture`, so its own output and panic messages reach our pipes
+//! directly (also when the process dies half way), and libtest's closing `test result:` line on stdout
+//! tells whether the test really finished.
 
 use std::process::ExitStatus;
 
@@ -22,6 +26,95 @@ pub fn run_args(name: &str) -> [&str; 6] {
 
 /// The arguments that list every test.
 pub const LIST_ARGS: [&str; 3] = ["--list", "--format", "terse"];
+
+/// The arguments that run several tests, one after the other, output captured by libtest.
+pub fn batch_args(names: &[String]) -> Vec<&str> {
+    let mut args = vec!["--exact", "--test-threads=1", "--color", "never"];
+    args.extend(names.iter().map(String::as_str));
+    args
+}
+
+/// A test's verdict as libtest's pretty output states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Ok,
+    Failed,
+    Ignored,
+}
+
+/// What a batch's stdout says so far.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct BatchProgress {
+    /// Tests that ended, in order.
+    pub finished: Vec<(String, Verdict)>,
+    /// The test that started and has not ended yet.
+    pub running: Option<String>,
+    /// libtest printed its closing `test result:` line.
+    pub complete: bool,
+}
+
+/// Reads a batch's stdout, complete or not.
+pub fn batch_progress(stdout: &str) -> BatchProgress {
+    let mut p = BatchProgress::default();
+    for line in stdout.split('\n') {
+        if line.starts_with("test result: ") {
+            p.complete = true;
+            continue;
+        }
+        let Some((name, rest)) = line
+            .strip_prefix("test ")
+            .and_then(|l| l.split_once(" ... "))
+        else {
+            continue;
+        };
+        let verdict = if rest.starts_with("ok") {
+            Verdict::Ok
+        } else if rest.starts_with("FAILED") {
+            Verdict::Failed
+        } else if rest.starts_with("ignored") {
+            Verdict::Ignored
+        } else {
+            p.running = Some(name.to_string());
+            continue;
+        };
+        p.running = None;
+        p.finished.push((name.to_string(), verdict));
+    }
+    p
+}
+
+/// The captured output of each failed test of a finished batch, by name.
+pub fn failure_sections(stdout: &str) -> Vec<(String, String)> {
+    let mut sections: Vec<(String, String)> = Vec::new();
+    let mut current: Option<(String, Vec<&str>)> = None;
+    for line in stdout.lines() {
+        let header = line
+            .strip_prefix("---- ")
+            .and_then(|l| l.strip_suffix(" stdout ----"));
+        if header.is_some() || line == "failures:" {
+            if let Some((name, lines)) = current.take() {
+                sections.push((name, lines.join("\n").trim().to_string()));
+            }
+            current = header.map(|name| (name.to_string(), Vec::new()));
+        } else if let Some((_, lines)) = &mut current {
+            lines.push(line);
+        }
+    }
+    if let Some((name, lines)) = current {
+        sections.push((name, lines.join("\n").trim().to_string()));
+    }
+    sections
+}
+
+/// The outcome of a test that failed, from what it printed.
+pub fn failure(name: &str, printed: &str) -> Outcome {
+    match main_panic(name, printed) {
+        Some(message) => Outcome::Panicked { message },
+        None => Outcome::Failed {
+            output: printed.to_string(),
+        },
+    }
+}
 
 /// Test names from `--list --format terse` (`name: test` lines; benchmarks are skipped).
 pub fn parse_list(stdout: &str) -> Vec<String> {
@@ -171,6 +264,33 @@ mod tests {
     use std::os::unix::process::ExitStatusExt;
 
     const FAILED_STDERR: &str = "\nthread '<unnamed>' (6112) panicked at src/agent_loop.rs:4:69:\ninner\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\nthread 'plain_stop::fails' (6111) panicked at tests/ch07/plain_stop.rs:3:37:\nassertion `left == right` failed: the loop should stop\nsecond line\n  left: 1\n right: 2\n";
+
+    const BATCH: &str = "\nrunning 3 tests\ntest g::a ... ok\ntest g::b ... FAILED\ntest g::c ... ignored\n\nfailures:\n\n---- g::b stdout ----\nprinted by b\n\nthread 'g::b' (7) panicked at tests/ch07/g.rs:3:5:\nb is wrong\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\n\nfailures:\n    g::b\n\ntest result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s\n";
+
+    #[test]
+    fn follows_a_batch_as_it_runs() {
+        let p = batch_progress("\nrunning 3 tests\ntest g::a ... ok\ntest g::b ... ");
+        assert_eq!(p.finished, vec![("g::a".to_string(), Verdict::Ok)]);
+        assert_eq!(p.running.as_deref(), Some("g::b"));
+        assert!(!p.complete);
+
+        let p = batch_progress(BATCH);
+        assert_eq!(p.running, None);
+        assert!(p.complete);
+        let verdicts: Vec<Verdict> = p.finished.iter().map(|(_, v)| *v).collect();
+        assert_eq!(verdicts, [Verdict::Ok, Verdict::Failed, Verdict::Ignored]);
+
+        let sections = failure_sections(BATCH);
+        assert_eq!(sections.len(), 1);
+        assert_eq!(sections[0].0, "g::b");
+        assert!(sections[0].1.starts_with("printed by b"));
+        assert_eq!(
+            failure("g::b", &sections[0].1),
+            Outcome::Panicked {
+                message: "b is wrong".into()
+            }
+        );
+    }
 
     #[test]
     fn parses_the_list() {

@@ -226,17 +226,17 @@ async fn build_and_run(
         .list()
         .await
         .map_err(|output| Problem::List { output })?;
-    let chosen: Vec<String> = result
+    let batches: Vec<Vec<String>> = result
         .groups
         .iter()
-        .flat_map(|g| runner::tests_of(&names, &g.group.module()))
+        .map(|g| runner::tests_of(&names, &g.group.module()))
         .collect();
 
-    let total = chosen.len();
+    let total = batches.iter().map(Vec::len).sum();
     let done = std::cell::Cell::new(0);
     progress(Stage::Running { done: 0, total });
     let results = runner
-        .run(&chosen, &|_| {
+        .run(&batches, &|_| {
             done.set(done.get() + 1);
             progress(Stage::Running {
                 done: done.get(),

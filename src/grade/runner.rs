@@ -1,9 +1,15 @@
-//! Stages 4 and 5, list and run: ask the test executable for its tests, then run each test in its own
-//! process group with a timeout, several at a time.
+//! Stages 4 and 5, list and run: ask the test executable for its tests, then run them, several processes
+//! at a time, each process in its own process group.
 //!
-//! A test gets a slot (one per core). A test still running after [`SLOW`] hands its slot on: the chapter's
-//! tests finish in milliseconds, so it is probably hung, and waiting for its timeout must not hold up the
-//! others. At most [`MAX_LIVE`] test processes exist at once.
+//! Each group's tests first run together in one process, which costs about what `cargo test` costs. A test
+//! that does not end within [`SLOW`] (the chapter's tests take milliseconds), a crash or an early exit
+//! stops the batch; the tests it left without a verdict then run one per process, with the full timeout:
+//! so every test gets its own verdict whatever the others do, and a clean run pays for one process per
+//! group instead of one per test.
+//!
+//! A process gets a slot (one per core). A test still running alone after [`SLOW`] hands its slot on: it is
+//! probably hung, and waiting for its timeout must not hold up the others. At most [`MAX_LIVE`] test
+//! processes exist at once.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -61,30 +67,168 @@ impl Runner {
         }
     }
 
-    /// Runs each named test in its own process; calls `on_done` as each finishes. Results come back in the
-    /// order of `names`. Ignored tests are left out.
-    pub async fn run(&self, names: &[String], on_done: &dyn Fn(&TestResult)) -> Vec<TestResult> {
+    /// Runs the tests, each batch (a group's tests) in one process first; every test the batch leaves
+    /// without a verdict runs again alone. Calls `on_done` as each test finishes. Results come back in the
+    /// order of the batches and their names. Ignored tests are left out.
+    pub async fn run(
+        &self,
+        batches: &[Vec<String>],
+        on_done: &dyn Fn(&TestResult),
+    ) -> Vec<TestResult> {
         let slots = Arc::new(Semaphore::new(self.jobs.max(1)));
         let live = Arc::new(Semaphore::new(MAX_LIVE.max(self.jobs)));
         let mut set = JoinSet::new();
-        for (i, name) in names.iter().enumerate() {
-            let (slots, live) = (slots.clone(), live.clone());
-            let (runner, name) = (self.clone(), name.clone());
+        let spawn = |set: &mut JoinSet<Vec<Job>>, job: Job| {
+            let (slots, live, runner) = (slots.clone(), live.clone(), self.clone());
             set.spawn(async move {
                 let _live = live.acquire_owned().await.expect("semaphore open");
                 let slot = slots.acquire_owned().await.expect("semaphore open");
-                (i, runner.run_test(name, slot).await)
+                match job {
+                    Job::Batch(names) => runner.run_batch(names, slot).await,
+                    Job::Alone(name) => {
+                        vec![Job::Done(name.clone(), runner.run_test(name, slot).await)]
+                    }
+                    Job::Done(..) => unreachable!("only batches and single tests are spawned"),
+                }
             });
+        };
+        for batch in batches.iter().filter(|b| !b.is_empty()) {
+            let job = match batch.as_slice() {
+                [one] => Job::Alone(one.clone()),
+                _ => Job::Batch(batch.clone()),
+            };
+            spawn(&mut set, job);
         }
-        let mut results: Vec<Option<TestResult>> = vec![None; names.len()];
+        let mut results: std::collections::HashMap<String, TestResult> = Default::default();
         while let Some(joined) = set.join_next().await {
-            let (i, result) = joined.expect("a test task never panics");
-            if let Some(result) = result {
-                on_done(&result);
-                results[i] = Some(result);
+            for job in joined.expect("a test task never panics") {
+                match job {
+                    Job::Done(_, None) => {}
+                    Job::Done(name, Some(result)) => {
+                        on_done(&result);
+                        results.insert(name, result);
+                    }
+                    again => spawn(&mut set, again),
+                }
             }
         }
-        results.into_iter().flatten().collect()
+        batches
+            .iter()
+            .flatten()
+            .filter_map(|name| results.remove(name))
+            .collect()
+    }
+
+    /// Runs `names` in one process, following libtest's output. Stops at the first sign of trouble: a test
+    /// still running after [`SLOW`], a crash, an early exit. Tests that ended keep their verdicts (a failed
+    /// one only once its captured output arrived); every other test comes back as a job to run alone.
+    async fn run_batch(
+        &self,
+        names: Vec<String>,
+        slot: tokio::sync::OwnedSemaphorePermit,
+    ) -> Vec<Job> {
+        use tokio::io::AsyncReadExt;
+
+        let mut cmd = self.command();
+        cmd.args(libtest::batch_args(&names));
+        let Ok((mut child, group)) = process::spawn(&mut cmd) else {
+            return names.into_iter().map(Job::Alone).collect();
+        };
+        let stderr = tokio::spawn(process::capture(child.stderr.take().expect("piped stderr")));
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let mut text = Vec::new();
+        let mut buf = vec![0u8; 16 * 1024];
+        // When each test started, and when its verdict was seen.
+        let mut started: std::collections::HashMap<String, Instant> = Default::default();
+        let mut durations: std::collections::HashMap<String, Duration> = Default::default();
+        let mut current: Option<(String, Instant)> = None;
+        let mut last_output = Instant::now();
+        let stalled = loop {
+            // A test gets SLOW; libtest itself (starting, reporting) gets the whole timeout.
+            let deadline = match &current {
+                Some((_, started)) => *started + SLOW,
+                None => last_output + self.timeout,
+            };
+            tokio::select! {
+                read = stdout.read(&mut buf) => match read {
+                    Ok(0) | Err(_) => break false,
+                    Ok(n) => text.extend_from_slice(&buf[..n]),
+                },
+                _ = tokio::time::sleep_until(deadline.into()) => break true,
+            }
+            let progress = libtest::batch_progress(&String::from_utf8_lossy(&text));
+            let now = Instant::now();
+            last_output = now;
+            for (name, _) in &progress.finished {
+                if !durations.contains_key(name) {
+                    let from = started.get(name).copied().unwrap_or(now);
+                    durations.insert(name.clone(), now - from);
+                }
+            }
+            current = progress.running.map(|name| {
+                let at = *started.entry(name.clone()).or_insert(now);
+                (name, at)
+            });
+        };
+        let status = match stalled {
+            true => None,
+            false => tokio::time::timeout(self.timeout, child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok),
+        };
+        group.kill();
+        if status.is_none() {
+            let _ = child.wait().await;
+        }
+        drop(group);
+        drop(slot);
+        stderr.abort();
+
+        let text = String::from_utf8_lossy(&text);
+        let progress = libtest::batch_progress(&text);
+        let whole =
+            progress.complete && status.is_some_and(|s| s.success() || s.code() == Some(101));
+        let sections = if whole {
+            libtest::failure_sections(&text)
+        } else {
+            Vec::new()
+        };
+        let mut jobs = Vec::new();
+        let mut judged = std::collections::HashSet::new();
+        for (name, verdict) in progress.finished {
+            let duration = durations.get(&name).copied().unwrap_or_default();
+            let outcome = match verdict {
+                libtest::Verdict::Ignored => {
+                    judged.insert(name.clone());
+                    jobs.push(Job::Done(name, None));
+                    continue;
+                }
+                libtest::Verdict::Ok => Outcome::Passed,
+                libtest::Verdict::Failed => {
+                    match sections.iter().find(|(n, _)| *n == name) {
+                        Some((_, printed)) => libtest::failure(&name, printed),
+                        None => continue, // no message: run it alone to get one
+                    }
+                }
+            };
+            judged.insert(name.clone());
+            jobs.push(Job::Done(
+                name.clone(),
+                Some(TestResult {
+                    name,
+                    outcome,
+                    duration,
+                }),
+            ));
+        }
+        jobs.extend(
+            names
+                .into_iter()
+                .filter(|n| !judged.contains(n))
+                .map(Job::Alone),
+        );
+        jobs
     }
 
     async fn run_test(
@@ -119,6 +263,16 @@ impl Runner {
             duration: started.elapsed(),
         })
     }
+}
+
+/// Work for the runner, and its results.
+enum Job {
+    /// Several tests in one process.
+    Batch(Vec<String>),
+    /// One test in its own process.
+    Alone(String),
+    /// A test's result (`None`: ignored).
+    Done(String, Option<TestResult>),
 }
 
 struct Output {
@@ -235,7 +389,7 @@ mod g {
         let results = rt.block_on(async {
             let names = runner.list().await.unwrap();
             assert_eq!(names.len(), 7);
-            runner.run(&names, &|_| {}).await
+            runner.run(&[names], &|_| {}).await
         });
         // Two hung tests, each killed at 1.5 s, neither holding a slot past SLOW: well under 2 × 1.5 s.
         assert!(
@@ -272,6 +426,18 @@ mod g {
             .unwrap();
         let ps = String::from_utf8_lossy(&ps.stdout);
         assert!(!ps.contains(&format!("{}", runner.exe.display())), "{ps}");
+
+        // A clean batch: verdicts and messages straight from libtest's report, in the batch's order.
+        let clean: Vec<String> = ["g::passes", "g::fails", "g::ignored"]
+            .map(String::from)
+            .to_vec();
+        let results = rt.block_on(runner.run(&[clean], &|_| {}));
+        assert_eq!(results.len(), 2, "{results:?}");
+        assert_eq!(results[0].outcome, Outcome::Passed);
+        assert!(
+            matches!(&results[1].outcome, Outcome::Panicked { message } if message.contains("arithmetic is broken")),
+            "{results:?}"
+        );
     }
 
     #[test]

@@ -218,7 +218,7 @@ mod tests {
             .join("\n");
         let t = trim_message(&msg);
         assert_eq!(t.len(), MESSAGE_LINES + 1);
-        assert_eq!(t.last().unwrap(), "… (+4)");
+        assert_eq!(t.last().unwrap(), &format!("… (+{})", 10 - MESSAGE_LINES));
         let long = "x".repeat(500);
         assert_eq!(trim_message(&long)[0].chars().count(), LINE_CHARS + 1);
     }

@@ -73,6 +73,33 @@ pub struct Progress {
     state: Option<Arc<Mutex<SpinnerState>>>,
     task: Option<tokio::task::JoinHandle<()>>,
     said_waiting: std::cell::Cell<bool>,
+    trace: Trace,
+}
+
+/// `PI_COURSE_TRACE=1`: the time at which each stage starts, on stderr (for measuring, not for learners).
+struct Trace {
+    start: Option<std::time::Instant>,
+    last: std::cell::Cell<Option<std::mem::Discriminant<Stage>>>,
+}
+
+impl Trace {
+    fn from_env() -> Trace {
+        let on = std::env::var_os("PI_COURSE_TRACE").is_some_and(|v| !v.is_empty() && v != "0");
+        Trace {
+            start: on.then(std::time::Instant::now),
+            last: None.into(),
+        }
+    }
+
+    fn stage(&self, stage: &Stage) {
+        let Some(start) = self.start else { return };
+        let kind = std::mem::discriminant(stage);
+        if self.last.replace(Some(kind)) != Some(kind) {
+            let name = format!("{stage:?}");
+            let name = name.split([' ', '{']).next().unwrap_or_default();
+            eprintln!("[{:>7.3} s] {name}", start.elapsed().as_secs_f64());
+        }
+    }
 }
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -88,6 +115,7 @@ impl Progress {
                 state: None,
                 task: None,
                 said_waiting: false.into(),
+                trace: Trace::from_env(),
             };
         }
         let state = Arc::new(Mutex::new(SpinnerState {
@@ -114,10 +142,12 @@ impl Progress {
             state: Some(state),
             task: Some(task),
             said_waiting: false.into(),
+            trace: Trace::from_env(),
         }
     }
 
     pub fn update(&self, stage: Stage) {
+        self.trace.stage(&stage);
         let lang = self.lang;
         let text = match stage {
             Stage::Waiting => {
