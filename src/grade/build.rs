@@ -41,6 +41,17 @@ struct Message {
     message: Option<Diagnostic>,
     #[serde(default)]
     success: Option<bool>,
+    #[serde(default)]
+    package_id: Option<String>,
+}
+
+/// The package name in a cargo package id: `registry+https://…#serde@1.0.229` or the older
+/// `serde 1.0.229 (registry+https://…)`; `None` when the id does not say it.
+fn package_name(id: &str) -> Option<&str> {
+    match id.split_once('#') {
+        Some((_, rest)) => rest.split_once('@').map(|(name, _)| name),
+        None => id.split_once(' ').map(|(name, _)| name),
+    }
 }
 
 #[derive(Deserialize)]
@@ -92,7 +103,8 @@ pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Bu
         match msg.reason.as_str() {
             "compiler-artifact" => {
                 if let Some(target) = &msg.target {
-                    on_crate(&target.name);
+                    let package = msg.package_id.as_deref().and_then(package_name);
+                    on_crate(package.unwrap_or(&target.name));
                     let is_test = target.kind.iter().any(|k| k == "test");
                     if is_test && target.name == req.test_target {
                         exe = msg.executable.or(exe);
@@ -235,6 +247,17 @@ mod tests {
         // Not a location: left alone.
         let prose = "note: see course/src/agent_loop.rs:3 and `src/agent_loop.rs: x`";
         assert_eq!(rename_paths(prose, &renames("p/src/agent_loop.rs")), prose);
+    }
+
+    #[test]
+    fn names_packages() {
+        let id = "registry+https://github.com/rust-lang/crates.io-index#serde@1.0.229";
+        assert_eq!(package_name(id), Some("serde"));
+        assert_eq!(
+            package_name("serde 1.0.229 (registry+https://x)"),
+            Some("serde")
+        );
+        assert_eq!(package_name("path+file:///tmp/pi-course-07#0.7.0"), None);
     }
 
     #[test]
