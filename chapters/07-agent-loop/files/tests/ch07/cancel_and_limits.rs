@@ -75,6 +75,17 @@ fn check_aborted_batch(out: &Outcome, rule: &str) {
         "{rule}：已提交的执行返回后，先保留它们的配对结果，再以 aborted 结束（第五步）\n  \
          the batch's results must be kept and paired before the run ends aborted"
     );
+    let details = |id: &str| json!({ "call": id, "lines": [1, 2, 3] });
+    let kept: Vec<Message> = ["a", "b"]
+        .iter()
+        .map(|id| Message::ToolResult(ok_result(&call(id, "lookup", json!({})), details(id))))
+        .collect();
+    assert_eq!(
+        out.result.messages[out.result.messages.len() - 2..],
+        kept[..],
+        "{rule}：保留的是工具真实返回的结果：等已提交的执行返回，不要用 skipped/aborted 结果代替（第五步）\n  \
+         the kept results must be what the tools returned: wait for them, do not replace them"
+    );
     assert_eq!(
         out.model.calls(),
         1,
