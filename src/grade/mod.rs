@@ -289,7 +289,11 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeArgs) -> Result<ExitCode> {
         let progress = report::Progress::start(lang, style.spinner);
         let clear = progress.clearer();
         // Without signal handlers a Ctrl-C would still end pi-course but leave the tests running.
-        process_signals(clear);
+        let interrupted = lang.t("grade-interrupted", &[]);
+        process_signals(move || {
+            clear();
+            eprintln!("{interrupted}");
+        });
         let result = grade(&practice, &groups, &opts, &|stage| progress.update(stage)).await;
         progress.finish().await;
         result
