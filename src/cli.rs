@@ -40,15 +40,15 @@ pub enum Command {
         #[arg(long, default_value_t = crate::grade::DEFAULT_TIMEOUT_SECS)]
         timeout: u64,
     },
-    /// Show the hint for the first failing Lab, or for the Lab named
+    /// Show the hint for the first Lab that does not pass yet, or for the Lab named
     Hint {
-        /// The practice directory
+        /// The practice directory (`pi-course hint 7.3` inside one names the Lab)
         #[arg(default_value = ".")]
         dir: PathBuf,
-        /// A Lab number, group slug or group name
+        /// A Lab number (7.3), group slug or group name
         lab: Option<String>,
     },
-    /// Show the chapter, the last grade per Lab, and changed given files
+    /// Show the chapter, each Lab's last grade, changed given files, and how to start over
     Status {
         /// The practice directory
         #[arg(default_value = ".")]

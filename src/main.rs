@@ -5,12 +5,14 @@ mod catalog;
 mod cli;
 mod error;
 mod grade;
+mod hint;
 mod i18n;
 mod list;
 mod metadata;
 mod practice;
 mod process;
 mod report;
+mod status;
 
 use std::process::ExitCode;
 
@@ -28,9 +30,9 @@ fn main() -> ExitCode {
         Command::Practice { chapter, dir } => practice::run(&catalog, lang, &chapter, dir),
         Command::Grade(args) => grade::run(&catalog, lang, args),
         Command::List => list::run(&catalog, lang),
-        Command::Watch { .. } | Command::Hint { .. } | Command::Status { .. } => {
-            Err(error::UserError::new("not yet available"))
-        }
+        Command::Watch { .. } => Err(error::UserError::new("not yet available")),
+        Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),
+        Command::Status { dir } => status::run(&catalog, lang, dir),
     };
     match outcome {
         Ok(code) => code,

@@ -1,0 +1,231 @@
+//! `pi-course hint [DIR] [LAB]`: the hint for the first Lab that does not pass yet (by the last grade), or
+//! for the Lab named. Hints come from the chapter manifest and point at the rule in the guide, never at
+//! code.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::catalog::{Catalog, Chapter, Group};
+use crate::error::{Result, UserError};
+use crate::grade::last::{self, LabVerdict, LastGrade};
+use crate::grade::outcome::GroupStatus;
+use crate::i18n::Lang;
+use crate::metadata::Practice;
+use crate::report::{Paint, Style};
+use crate::status::{ago, verdict_mark, verdict_word};
+
+pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf, lab: Option<String>) -> Result<ExitCode> {
+    let (practice, query) = resolve(catalog, lang, dir, lab)?;
+    let chapter = &practice.chapter;
+    let last = last::load(&practice.dir);
+    let paint = Paint(Style::detect(crate::cli::Format::Human).color);
+
+    let group = match &query {
+        Some(q) => chapter
+            .group(q)
+            .ok_or_else(|| unknown_lab(chapter, lang, q))?,
+        None => match &last {
+            None => {
+                println!("{}\n", lang.t("hint-no-grade-yet", &[]));
+                &chapter.groups[0]
+            }
+            Some(last) => match first_not_passing(chapter, last) {
+                Some(g) => g,
+                None => {
+                    println!("{}", paint.green(&lang.t("hint-all-passed", &[])));
+                    return Ok(ExitCode::SUCCESS);
+                }
+            },
+        },
+    };
+
+    let verdict = last.as_ref().map(|l| l.labs.get(&group.lab));
+    print!("{}", render(chapter, group, verdict, lang, paint));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The practice directory and the Lab asked for. `pi-course hint 7.3` inside a practice directory names
+/// a Lab, not a directory: a single argument that is not a directory is taken as the Lab when the current
+/// directory is a practice directory.
+fn resolve(
+    catalog: &Catalog,
+    lang: Lang,
+    dir: PathBuf,
+    lab: Option<String>,
+) -> Result<(Practice, Option<String>)> {
+    if lab.is_some() || dir.is_dir() {
+        return Ok((Practice::open(catalog, lang, &dir)?, lab));
+    }
+    let arg = dir.to_string_lossy().into_owned();
+    match Practice::open(catalog, lang, Path::new(".")) {
+        Ok(here) => {
+            if here.chapter.group(&arg).is_none() {
+                let mut e = unknown_lab(&here.chapter, lang, &arg);
+                e.problem = lang.t("hint-neither", &[("arg", &arg)]);
+                return Err(e);
+            }
+            Ok((here, Some(arg)))
+        }
+        // Not in a practice directory either: say what is wrong with the argument as a directory.
+        Err(_) => Err(Practice::open(catalog, lang, &dir).expect_err("not a directory")),
+    }
+}
+
+/// The first Lab, in chapter order, whose last verdict is not a pass (or that was never graded).
+pub fn first_not_passing<'a>(chapter: &'a Chapter, last: &LastGrade) -> Option<&'a Group> {
+    let not_passing = |optional: bool| {
+        chapter.groups.iter().find(|g| {
+            g.optional == optional
+                && last
+                    .labs
+                    .get(&g.lab)
+                    .is_none_or(|v| v.status != GroupStatus::Pass)
+        })
+    };
+    not_passing(false).or_else(|| not_passing(true))
+}
+
+fn render(
+    chapter: &Chapter,
+    group: &Group,
+    // `None`: never graded at all (already said); `Some(None)`: this Lab was not graded.
+    verdict: Option<Option<&LabVerdict>>,
+    lang: Lang,
+    paint: Paint,
+) -> String {
+    let optional = if group.optional {
+        lang.t("list-optional", &[])
+    } else {
+        String::new()
+    };
+    let heading = lang.t(
+        "hint-heading",
+        &[
+            ("lab", &group.lab),
+            ("name", &group.name.get(lang)),
+            ("optional", &optional),
+        ],
+    );
+    let last = match verdict {
+        None => String::new(),
+        Some(Some(v)) => {
+            let verdict = if v.total == 0 {
+                // No tests ran: the code did not build.
+                format!(
+                    "{} {}",
+                    verdict_mark(v.status, paint),
+                    lang.t("status-not-built", &[])
+                )
+            } else {
+                format!(
+                    "{} {}/{} {}",
+                    verdict_mark(v.status, paint),
+                    v.passed,
+                    v.total,
+                    verdict_word(v.status, lang)
+                )
+            };
+            lang.t(
+                "hint-last-verdict",
+                &[("verdict", &verdict), ("when", &ago(v.time, lang))],
+            )
+        }
+        Some(None) => lang.t(
+            "hint-last-verdict-none",
+            &[("not-graded", &lang.t("lab-not-graded", &[]))],
+        ),
+    };
+    let mut out = String::new();
+    out.push_str(&paint.bold(&heading));
+    if !last.is_empty() {
+        out.push_str(&format!("  {}", paint.dim(&last)));
+    }
+    out.push_str("\n\n");
+    out.push_str(group.hint.get(lang).trim());
+    out.push_str("\n\n");
+    let one = lang.t(
+        "hint-grade-one",
+        &[("lab", &group.lab), ("guide", &chapter.guide.get(lang))],
+    );
+    out.push_str(&paint.dim(&one));
+    out.push('\n');
+    out
+}
+
+fn unknown_lab(chapter: &Chapter, lang: Lang, query: &str) -> UserError {
+    let labs: Vec<String> = chapter
+        .groups
+        .iter()
+        .map(|g| {
+            let optional = if g.optional {
+                lang.t("list-optional", &[])
+            } else {
+                String::new()
+            };
+            format!(
+                "  {:<5} {:<20} {}{optional}",
+                g.lab,
+                g.slug,
+                g.name.get(lang)
+            )
+        })
+        .collect();
+    UserError::new(lang.t("hint-unknown-lab", &[("lab", &query)])).with_fix(format!(
+        "{}\n{}",
+        lang.t("hint-valid-labs", &[]),
+        labs.join("\n")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn last(verdicts: &[(&str, GroupStatus)]) -> LastGrade {
+        LastGrade {
+            version: 1,
+            labs: verdicts
+                .iter()
+                .map(|(lab, status)| {
+                    let v = LabVerdict {
+                        slug: String::new(),
+                        status: *status,
+                        passed: 0,
+                        total: 1,
+                        time: 0,
+                    };
+                    (lab.to_string(), v)
+                })
+                .collect::<BTreeMap<_, _>>(),
+        }
+    }
+
+    #[test]
+    fn the_first_lab_not_passing_required_ones_first() {
+        let catalog = Catalog::embedded();
+        let ch = catalog.chapter("07").unwrap();
+        let pass = GroupStatus::Pass;
+        let lab = |l: &LastGrade| first_not_passing(ch, l).map(|g| g.lab.clone());
+        assert_eq!(lab(&last(&[])).as_deref(), Some("7.1"));
+        assert_eq!(
+            lab(&last(&[("7.1", pass), ("7.2", GroupStatus::Fail)])).as_deref(),
+            Some("7.2")
+        );
+        // A Lab never graded (only some groups were) counts as not passing.
+        assert_eq!(
+            lab(&last(&[("7.1", pass), ("7.3", pass)])).as_deref(),
+            Some("7.2")
+        );
+        let required: Vec<(&str, GroupStatus)> = ch
+            .groups
+            .iter()
+            .filter(|g| !g.optional)
+            .map(|g| (g.lab.as_str(), pass))
+            .collect();
+        assert_eq!(lab(&last(&required)).as_deref(), Some("7.6"));
+        let mut all = required.clone();
+        all.push(("7.6", pass));
+        assert_eq!(lab(&last(&all)), None);
+    }
+}

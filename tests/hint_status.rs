@@ -1,0 +1,408 @@
+//! `pi-course hint` and `pi-course status` through the real binary, in both languages, before and after a
+//! grade; and what an editor needs from a practice directory.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, SystemTime};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The build cache the grading tests share, so dependencies compile once.
+fn cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pi-course-cache")
+}
+
+/// `pi-course ARGS` in `cwd`: Chinese unless asked otherwise, no colors (not a terminal).
+fn run(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pi-course"))
+        .args(args)
+        .current_dir(cwd)
+        .env("PI_COURSE_CACHE", cache())
+        .env_remove("PI_COURSE_LANG")
+        .output()
+        .expect("run pi-course")
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "status: {}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The stdout of a run that must succeed.
+fn ok(cwd: &Path, args: &[&str]) -> String {
+    let out = run(cwd, args);
+    assert!(out.status.success(), "{args:?}\n{}", describe(&out));
+    assert!(out.stderr.is_empty(), "{args:?}\n{}", describe(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The stderr of a run that must fail with exit status 2 (bad input), printing nothing on stdout.
+fn bad_input(cwd: &Path, args: &[&str]) -> String {
+    let out = run(cwd, args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}\n{}", describe(&out));
+    assert!(out.stdout.is_empty(), "{args:?}\n{}", describe(&out));
+    String::from_utf8(out.stderr).unwrap()
+}
+
+/// A fresh practice directory `p` made by `pi-course practice`, in a temporary directory kept by the guard.
+fn practice() -> (tempfile::TempDir, PathBuf) {
+    let parent = tempfile::Builder::new()
+        .prefix("hint-status-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    ok(parent.path(), &["practice", "07", "p"]);
+    let dir = parent.path().join("p");
+    (parent, dir)
+}
+
+struct Lab {
+    lab: String,
+    slug: String,
+    name_zh: String,
+    name_en: String,
+    hint_zh: String,
+    hint_en: String,
+}
+
+/// The chapter's title and Labs, from the manifest.
+fn chapter() -> (String, String, Vec<Lab>) {
+    let text = fs::read_to_string(repo().join("chapters/07-agent-loop/chapter.toml")).unwrap();
+    let m: toml::Table = toml::from_str(&text).unwrap();
+    let s = |v: &toml::Value| v.as_str().unwrap().trim().to_string();
+    let labs = m["group"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| Lab {
+            lab: s(&g["lab"]),
+            slug: s(&g["slug"]),
+            name_zh: s(&g["name"]["zh"]),
+            name_en: s(&g["name"]["en"]),
+            hint_zh: s(&g["hint"]["zh"]),
+            hint_en: s(&g["hint"]["en"]),
+        })
+        .collect();
+    (s(&m["title"]["zh"]), s(&m["title"]["en"]), labs)
+}
+
+fn lab<'a>(labs: &'a [Lab], number: &str) -> &'a Lab {
+    labs.iter().find(|l| l.lab == number).unwrap()
+}
+
+/// The line of `text` about Lab `number` (`✗ Lab 7.2  单工具往返 ...`).
+fn line_of<'a>(text: &'a str, number: &str) -> &'a str {
+    let needle = format!("Lab {number} ");
+    text.lines()
+        .find(|l| l.contains(&needle))
+        .unwrap_or_else(|| panic!("no line for Lab {number} in\n{text}"))
+}
+
+#[test]
+fn without_a_grade_hint_shows_the_first_lab_and_says_to_grade() {
+    let (_guard, dir) = practice();
+    let (_, _, labs) = chapter();
+    let first = &labs[0];
+    let d = dir.to_str().unwrap();
+
+    let zh = ok(&dir, &["hint"]);
+    assert!(zh.contains("还没有评分"), "{zh}");
+    assert!(zh.contains("pi-course grade"), "{zh}");
+    assert!(zh.contains(&first.hint_zh), "{zh}");
+    assert!(
+        zh.contains(&format!("Lab {} {}", first.lab, first.name_zh)),
+        "{zh}"
+    );
+    // The hint points at the guide, not at code.
+    assert!(zh.contains("GUIDE.md"), "{zh}");
+
+    let en = ok(dir.parent().unwrap(), &["hint", d, "--lang", "en"]);
+    assert!(en.contains("no grade yet"), "{en}");
+    assert!(en.contains(&first.hint_en), "{en}");
+    assert!(
+        en.contains(&format!("Lab {} {}", first.lab, first.name_en)),
+        "{en}"
+    );
+    assert!(en.contains("GUIDE.en.md"), "{en}");
+    assert!(!en.contains(&first.hint_zh), "{en}");
+
+    // PI_COURSE_LANG works as --lang does.
+    let out = Command::new(env!("CARGO_BIN_EXE_pi-course"))
+        .args(["hint", d])
+        .env("PI_COURSE_LANG", "en")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), en);
+}
+
+#[test]
+fn without_a_grade_status_shows_the_chapter_and_how_to_start_over() {
+    let (_guard, dir) = practice();
+    let (title_zh, title_en, _) = chapter();
+
+    let zh = ok(&dir, &["status"]);
+    assert!(zh.contains(&format!("第 07 章：{title_zh}")), "{zh}");
+    assert!(zh.contains("还没有评分"), "{zh}");
+    assert!(zh.contains("给定文件都和发下来时一样"), "{zh}");
+    assert!(zh.contains("不会被原地重置"), "{zh}");
+    assert!(zh.contains("pi-course practice 07 ../p-2"), "{zh}");
+
+    let en = ok(dir.parent().unwrap(), &["status", "p", "--lang", "en"]);
+    assert!(en.contains(&format!("Chapter 07: {title_en}")), "{en}");
+    assert!(en.contains("Not graded yet"), "{en}");
+    assert!(
+        en.contains("Every given file is as it was handed out"),
+        "{en}"
+    );
+    assert!(en.contains("never reset in place"), "{en}");
+    assert!(en.contains("pi-course practice 07 p-2"), "{en}");
+}
+
+#[test]
+fn after_a_grade_hint_and_status_show_each_labs_verdict() {
+    let (_guard, dir) = practice();
+    let (_, _, labs) = chapter();
+    let out = run(&dir, &["grade"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the skeleton fails\n{}",
+        describe(&out)
+    );
+
+    // hint: the first failing Lab, with its last verdict.
+    let zh = ok(&dir, &["hint"]);
+    let first = &labs[0];
+    assert!(!zh.contains("还没有评分记录"), "{zh}");
+    assert!(zh.contains(&first.hint_zh), "{zh}");
+    assert!(zh.contains("上次评分：✗ 0/"), "{zh}");
+    assert!(zh.contains("未通过（刚刚）"), "{zh}");
+    assert!(zh.contains("pi-course grade --group 7.1"), "{zh}");
+    let en = ok(&dir, &["hint", "--lang", "en"]);
+    assert!(en.contains(&first.hint_en), "{en}");
+    assert!(en.contains("last grade: ✗ 0/"), "{en}");
+    assert!(en.contains("failed (just now)"), "{en}");
+
+    // status: every Lab failed just now, and the next step is the first one.
+    let zh = ok(&dir, &["status"]);
+    assert!(zh.contains("每个 Lab 上次评分的结果"), "{zh}");
+    for l in &labs {
+        let line = line_of(&zh, &l.lab);
+        assert!(line.contains('✗') && line.contains(&l.name_zh), "{line}");
+        assert!(line.contains("未通过") && line.contains("刚刚"), "{line}");
+    }
+    assert!(
+        zh.contains(&format!("下一步：Lab {} {}", first.lab, first.name_zh)),
+        "{zh}"
+    );
+    assert!(!zh.contains("上次评分之后改过"), "{zh}");
+    let en = ok(&dir, &["status", "--lang", "en"]);
+    for l in &labs {
+        let line = line_of(&en, &l.lab);
+        assert!(line.contains('✗') && line.contains(&l.name_en), "{line}");
+        assert!(
+            line.contains("failed") && line.contains("just now"),
+            "{line}"
+        );
+    }
+    assert!(
+        en.contains(&format!("Next: Lab {} {}", first.lab, first.name_en)),
+        "{en}"
+    );
+
+    // Saving the learner's file after the grade makes the verdicts out of date, and status says so.
+    let file = fs::File::options()
+        .append(true)
+        .open(dir.join("src/agent_loop.rs"))
+        .unwrap();
+    file.set_modified(SystemTime::now() + Duration::from_secs(120))
+        .unwrap();
+    let zh = ok(&dir, &["status"]);
+    assert!(zh.contains("src/agent_loop.rs 在上次评分之后改过"), "{zh}");
+    let en = ok(&dir, &["status", "--lang", "en"]);
+    assert!(
+        en.contains("src/agent_loop.rs changed after the last grade"),
+        "{en}"
+    );
+
+    // Grading one Lab keeps the others' verdicts; a Lab never graded reads so.
+    let last = dir.join(".pi-course/last-grade.json");
+    let mut json: serde_json::Value = serde_json::from_slice(&fs::read(&last).unwrap()).unwrap();
+    json["labs"].as_object_mut().unwrap().remove("7.3");
+    fs::write(&last, json.to_string()).unwrap();
+    let zh = ok(&dir, &["status"]);
+    assert!(line_of(&zh, "7.3").contains("还没有评分"), "{zh}");
+    let en = ok(&dir, &["status", "--lang", "en"]);
+    assert!(line_of(&en, "7.3").contains("not graded yet"), "{en}");
+}
+
+#[test]
+fn a_named_lab_gets_its_hint_by_number_slug_or_name() {
+    let (_guard, dir) = practice();
+    let (_, _, labs) = chapter();
+    let third = lab(&labs, "7.3");
+    let d = dir.to_str().unwrap();
+    let parent = dir.parent().unwrap();
+
+    for query in [
+        "7.3",
+        "Lab 7.3",
+        third.slug.as_str(),
+        third.name_zh.as_str(),
+    ] {
+        let zh = ok(parent, &["hint", d, query]);
+        assert!(zh.contains(&third.hint_zh), "{query}: {zh}");
+        assert!(!zh.contains("还没有评分记录"), "{query}: {zh}");
+    }
+    let en = ok(parent, &["hint", d, &third.name_en, "--lang", "en"]);
+    assert!(en.contains(&third.hint_en), "{en}");
+    assert!(en.contains("Hint for Lab 7.3"), "{en}");
+
+    // Inside the practice directory, a single argument that names a Lab is the Lab.
+    let zh = ok(&dir, &["hint", "7.3"]);
+    assert!(zh.contains(&third.hint_zh), "{zh}");
+    let en = ok(&dir, &["--lang", "en", "hint", &third.slug]);
+    assert!(en.contains(&third.hint_en), "{en}");
+
+    // The optional Lab says it is optional.
+    let bonus = labs.iter().find(|l| l.lab == "7.6").unwrap();
+    let zh = ok(&dir, &["hint", "7.6"]);
+    assert!(zh.contains(&bonus.hint_zh) && zh.contains("可选"), "{zh}");
+}
+
+#[test]
+fn an_unknown_lab_is_bad_input_listing_the_labs() {
+    let (_guard, dir) = practice();
+    let (_, _, labs) = chapter();
+    let d = dir.to_str().unwrap();
+    let parent = dir.parent().unwrap();
+
+    let zh = bad_input(parent, &["hint", d, "7.9"]);
+    assert!(zh.contains("本章没有 Lab “7.9”"), "{zh}");
+    for l in &labs {
+        assert!(
+            zh.contains(&l.lab) && zh.contains(&l.slug) && zh.contains(&l.name_zh),
+            "{zh}"
+        );
+    }
+    let en = bad_input(parent, &["hint", d, "nope", "--lang", "en"]);
+    assert!(en.contains("no Lab \"nope\""), "{en}");
+    for l in &labs {
+        assert!(en.contains(&l.slug) && en.contains(&l.name_en), "{en}");
+    }
+
+    // Inside the practice directory: neither a directory nor a Lab.
+    let zh = bad_input(&dir, &["hint", "7.9"]);
+    assert!(zh.contains("既不是目录，也不是本章的 Lab"), "{zh}");
+    assert!(zh.contains("plain-stop"), "{zh}");
+}
+
+#[test]
+fn outside_a_practice_directory_hint_and_status_are_bad_input() {
+    let empty = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let e = empty.path().to_str().unwrap();
+    for args in [vec!["hint"], vec!["status"], vec!["hint", "7.3"]] {
+        let zh = bad_input(empty.path(), &args);
+        assert!(
+            zh.contains("不是练习目录") || zh.contains("不是一个目录"),
+            "{args:?}: {zh}"
+        );
+        assert!(zh.contains("pi-course practice 07"), "{args:?}: {zh}");
+    }
+    for cmd in ["hint", "status"] {
+        let zh = bad_input(empty.path(), &[cmd, e]);
+        assert!(zh.contains("不是练习目录"), "{zh}");
+        let en = bad_input(empty.path(), &[cmd, e, "--lang", "en"]);
+        assert!(en.contains("is not a practice directory"), "{en}");
+        let en = bad_input(empty.path(), &[cmd, "missing", "--lang", "en"]);
+        assert!(en.contains("missing is not a directory"), "{en}");
+    }
+}
+
+#[test]
+fn status_lists_changed_given_files_which_grading_ignores() {
+    let (_guard, dir) = practice();
+    let test_file = dir.join("tests/ch07/plain_stop.rs");
+    let mut text = fs::read_to_string(&test_file).unwrap();
+    text.push_str("\n// a learner's edit\n");
+    fs::write(&test_file, text).unwrap();
+    fs::remove_file(dir.join("GUIDE.en.md")).unwrap();
+
+    let zh = ok(&dir, &["status"]);
+    assert!(zh.contains("这些给定文件和原始版本不同"), "{zh}");
+    assert!(zh.contains("评分时会忽略"), "{zh}");
+    assert!(zh.contains("    tests/ch07/plain_stop.rs\n"), "{zh}");
+    assert!(zh.contains("    GUIDE.en.md（已删除）"), "{zh}");
+    assert!(
+        !zh.contains("src/agent_loop.rs\n"),
+        "the learner's file is not a given one\n{zh}"
+    );
+
+    let en = ok(&dir, &["status", "--lang", "en"]);
+    assert!(
+        en.contains("These given files differ from the originals"),
+        "{en}"
+    );
+    assert!(en.contains("Grading ignores the changes"), "{en}");
+    assert!(en.contains("    tests/ch07/plain_stop.rs\n"), "{en}");
+    assert!(en.contains("    GUIDE.en.md (deleted)"), "{en}");
+}
+
+/// What rust-analyzer needs to open a practice directory cleanly: a package of its own (even inside
+/// another workspace), a lock file that pins every dependency, build output kept out of version control,
+/// and a skeleton that checks without warnings.
+#[test]
+fn a_practice_directory_opens_cleanly_in_an_editor() {
+    let (_guard, dir) = practice();
+    let manifest: toml::Table =
+        toml::from_str(&fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
+    assert!(
+        manifest.contains_key("workspace"),
+        "Cargo.toml declares its own [workspace]"
+    );
+    assert!(dir.join("Cargo.lock").is_file(), "a Cargo.lock");
+    let ignore = fs::read_to_string(dir.join(".gitignore")).unwrap();
+    assert!(
+        ignore
+            .lines()
+            .any(|l| ["target", "target/", "/target", "/target/"].contains(&l.trim())),
+        ".gitignore ignores target:\n{ignore}"
+    );
+
+    // `cargo check`, as an editor runs it, with its own target directory (check artifacts are not the
+    // grader's) kept between runs.
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "check",
+            "--all-targets",
+            "--locked",
+            "--message-format=short",
+        ])
+        .current_dir(&dir)
+        .env(
+            "CARGO_TARGET_DIR",
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("editor-check-target"),
+        )
+        .env("CARGO_TERM_COLOR", "never")
+        .env_remove("RUSTFLAGS")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "cargo check failed:\n{stderr}");
+    assert!(
+        !stderr.contains("warning"),
+        "warnings on the skeleton:\n{stderr}"
+    );
+    let pinned = fs::read(repo().join("chapters/07-agent-loop/files/Cargo.lock")).unwrap();
+    assert!(
+        fs::read(dir.join("Cargo.lock")).unwrap() == pinned,
+        "cargo check changed the pinned Cargo.lock"
+    );
+}
