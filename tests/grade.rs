@@ -28,9 +28,27 @@ fn stderr(out: &std::process::Output) -> String {
 
 #[test]
 fn the_skeleton_fails_every_group() {
-    let (_tmp, dir) = practice();
-    let (code, json) = grade_json(&dir, &[]);
+    let (tmp, dir) = practice();
+    let junit = tmp.path().join("skeleton.xml");
+    let (code, json) = grade_json(&dir, &["--junit", junit.to_str().unwrap()]);
     assert_eq!(code, 1, "{json:#}");
+    let xml = fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    for (suite, g) in doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testsuite"))
+        .zip(groups(&json))
+    {
+        let failures = suite
+            .descendants()
+            .filter(|n| n.has_tag_name("failure"))
+            .count();
+        assert_eq!(
+            suite.attribute("failures"),
+            Some(failures.to_string().as_str())
+        );
+        assert_eq!(failures as u64, g["total"].as_u64().unwrap(), "{xml}");
+    }
     assert_eq!(json["status"], "fail", "{json:#}");
     for slug in REQUIRED {
         assert_eq!(group_status(&json, slug), "fail", "{slug}: {json:#}");
@@ -250,10 +268,28 @@ fn a_compile_error_points_at_the_learners_file() {
 
     // From inside the practice directory: the plain path.
     let out = pi_course(&dir)
-        .args(["grade", "--format", "json"])
+        .args(["grade", "--format", "json", "--junit", "build.xml"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let xml = fs::read_to_string(dir.join("build.xml")).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let errors: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("error"))
+        .collect();
+    assert_eq!(errors.len(), 6, "one build error per group: {xml}");
+    assert!(
+        errors.iter().all(|e| e.attribute("type") == Some("build")),
+        "{xml}"
+    );
+    assert!(
+        errors[0]
+            .text()
+            .unwrap_or_default()
+            .contains("src/agent_loop.rs:"),
+        "{xml}"
+    );
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_schema(&json);
     assert_eq!(json["status"], "error");

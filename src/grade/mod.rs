@@ -312,7 +312,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeArgs) -> Result<ExitCode> {
     }
     match args.format {
         Format::Human => report::human::print(&result, lang, &style),
-        Format::Json => println!("{}", report::json::render(&result, lang)),
+        Format::Json => report::emit(&format!("{}\n", report::json::render(&result, lang))),
     }
     Ok(ExitCode::from(result.exit_code()))
 }

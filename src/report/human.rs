@@ -24,7 +24,7 @@ const REPEAT_COLUMNS: usize = 72;
 const LINE_CHARS: usize = 200;
 
 pub fn print(result: &GradeResult, lang: Lang, style: &Style) {
-    print!("{}", render(result, lang, style.color));
+    super::emit(&render(result, lang, style.color));
 }
 
 pub fn render(result: &GradeResult, lang: Lang, color: bool) -> String {

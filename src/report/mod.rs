@@ -13,6 +13,13 @@ use crate::cli::Format;
 use crate::grade::Stage;
 use crate::i18n::Lang;
 
+/// Writes `text` to stdout. A reader that went away (`pi-course grade | head`) is not an error worth a
+/// panic: the verdict is still in the exit status.
+pub fn emit(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 /// What the terminal allows.
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
