@@ -214,7 +214,7 @@ fn a_busy_loop_times_out_and_leaves_no_process() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let seen = watch_children(&mut child, Duration::from_secs(120), |_| false);
+    let seen = watch_children(&mut child, Duration::from_secs(600), |_| false);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -423,7 +423,7 @@ fn ctrl_c_leaves_no_process_behind() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let seen = watch_children(&mut child, Duration::from_secs(60), |seen| {
+    let seen = watch_children(&mut child, Duration::from_secs(600), |seen| {
         seen.iter().filter(|p| p.args.contains("--exact")).count() >= 2
     });
     // SAFETY: signalling our own child.
@@ -456,7 +456,7 @@ fn ctrl_c_during_the_build_stops_cargo_too() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let seen = watch_children(&mut child, Duration::from_secs(120), |seen| {
+    let seen = watch_children(&mut child, Duration::from_secs(600), |seen| {
         seen.iter()
             .any(|p| p.args.contains("cargo") || p.args.contains("--exact"))
     });
