@@ -28,16 +28,16 @@ pub enum Command {
     },
     /// Build the learner's code and run the chapter's test groups against the pristine tests
     Grade(GradeArgs),
-    /// Grade again each time an editable file is saved
+    /// Grade now, then again each time an editable file is saved (keys: h hint, r grade again, q quit)
     Watch {
         /// The practice directory
         #[arg(default_value = ".")]
         dir: PathBuf,
-        /// Poll for changes instead of relying on file-system events
+        /// Only poll the files for changes (when saves go unnoticed: network drives, WSL, some editors)
         #[arg(long)]
         poll: bool,
         /// Per-test timeout in seconds
-        #[arg(long, default_value_t = crate::grade::DEFAULT_TIMEOUT_SECS)]
+        #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_TIMEOUT_SECS)]
         timeout: u64,
     },
     /// Show the hint for the first Lab that does not pass yet, or for the Lab named

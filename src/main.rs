@@ -13,6 +13,7 @@ mod practice;
 mod process;
 mod report;
 mod status;
+mod watch;
 
 use std::process::ExitCode;
 
@@ -30,7 +31,7 @@ fn main() -> ExitCode {
         Command::Practice { chapter, dir } => practice::run(&catalog, lang, &chapter, dir),
         Command::Grade(args) => grade::run(&catalog, lang, args),
         Command::List => list::run(&catalog, lang),
-        Command::Watch { .. } => Err(error::UserError::new("not yet available")),
+        Command::Watch { dir, poll, timeout } => watch::run(&catalog, lang, dir, poll, timeout),
         Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),
         Command::Status { dir } => status::run(&catalog, lang, dir),
     };

@@ -266,6 +266,17 @@ pub fn local_time(time: u64) -> Option<LocalTime> {
     })
 }
 
+/// The local time of day now, `HH:MM:SS`.
+pub fn clock_now() -> String {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    local_time(now)
+        .map(|t| format!("{:02}:{:02}:{:02}", t.hour, t.minute, t.second))
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +308,7 @@ mod tests {
     fn local_time_is_a_calendar_date() {
         let t = local_time(now()).unwrap();
         assert!(t.year >= 2024 && (1..=12).contains(&t.month) && (1..=31).contains(&t.day));
+        assert_eq!(clock_now().len(), "12:03:04".len());
     }
 
     #[test]

@@ -1,0 +1,412 @@
+//! `pi-course watch`, driven for real in a pseudo-terminal: the tests edit the learner's file the ways
+//! editors do, read the screen, press keys and check that nothing is left running afterwards.
+//!
+//! Nothing here sleeps to prove an order: every step waits (with a generous bound, since the first grade on
+//! a machine compiles the dependencies) for the screen to show what should come next.
+
+#![cfg(unix)]
+
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The first grade may have to compile every dependency into the shared cache.
+const FIRST_GRADE: Duration = Duration::from_secs(300);
+/// Any later grade, with the dependencies built (a bound, not an expectation).
+const REGRADE: Duration = Duration::from_secs(180);
+/// Quitting, once asked.
+const QUIT: Duration = Duration::from_secs(20);
+
+const COLS: u16 = 110;
+const ROWS: u16 = 45;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The build cache the grading tests share, so dependencies compile once.
+fn cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pi-course-cache")
+}
+
+fn solution() -> String {
+    fs::read_to_string(repo().join("chapters/07-agent-loop/solution/src/agent_loop.rs"))
+        .expect("the reference loop")
+}
+
+/// The hint of Lab `lab` in `lang`, from the chapter manifest.
+fn hint(lab: &str, lang: &str) -> String {
+    let text = fs::read_to_string(repo().join("chapters/07-agent-loop/chapter.toml")).unwrap();
+    let manifest: toml::Table = toml::from_str(&text).unwrap();
+    let group = manifest["group"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["lab"].as_str() == Some(lab))
+        .unwrap();
+    group["hint"][lang].as_str().unwrap().trim().to_string()
+}
+
+/// A fresh practice directory made by `pi-course practice`, in a temporary directory kept by the guard.
+fn practice() -> (tempfile::TempDir, PathBuf) {
+    let parent = tempfile::Builder::new()
+        .prefix("watch-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pi-course"))
+        .args(["practice", "07", "p"])
+        .current_dir(parent.path())
+        .env_remove("PI_COURSE_LANG")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "practice failed: {out:?}");
+    let dir = parent.path().join("p");
+    (parent, dir)
+}
+
+/// Removes escape sequences: CSI (`ESC [ ... letter`) and two-byte ones (`ESC 7`, `ESC 8`).
+fn strip_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                if chars.next() == Some('[') {
+                    for c in chars.by_ref() {
+                        if c.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                }
+            }
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `pi-course watch` running in a pseudo-terminal of its own, as the leader of a new session.
+struct Watch {
+    child: Child,
+    master: File,
+    output: Arc<Mutex<Vec<u8>>>,
+    /// The session id of the watch process: every process it starts stays in its session.
+    session: i32,
+}
+
+impl Watch {
+    fn start(dir: &Path, args: &[&str]) -> Watch {
+        let (master, slave) = open_pty();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi-course"));
+        cmd.arg("watch")
+            .arg(dir)
+            .args(args)
+            .env("PI_COURSE_CACHE", cache())
+            .env("TERM", "xterm-256color")
+            .env_remove("PI_COURSE_LANG")
+            .env_remove("NO_COLOR")
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                #[allow(clippy::useless_conversion)]
+                if libc::ioctl(0, libc::TIOCSCTTY.into(), 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().expect("start pi-course watch");
+        // The slave ends live only in the child now (the Command held the last copies).
+        drop(cmd);
+        let output = Arc::new(Mutex::new(Vec::new()));
+        let mut reader = master.try_clone().unwrap();
+        let sink = output.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            // Ends with EIO once every slave end is closed.
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        let session = child.id() as i32;
+        Watch {
+            child,
+            master,
+            output,
+            session,
+        }
+    }
+
+    /// Everything written to the terminal so far, escapes removed.
+    fn transcript(&self) -> String {
+        strip_escapes(&String::from_utf8_lossy(&self.output.lock().unwrap()))
+    }
+
+    /// The screen as last drawn in full (everything since the last cursor-home), escapes removed. Status
+    /// line updates after it are appended, which is harmless for the checks here.
+    fn screen(&self) -> String {
+        let raw = String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned();
+        let last = raw.rfind("\x1b[H").map_or(0, |i| i + 3);
+        strip_escapes(&raw[last..])
+    }
+
+    /// Waits until the screen satisfies `done`; panics with the screen after `limit`.
+    fn wait_for(&mut self, what: &str, limit: Duration, done: impl Fn(&str) -> bool) -> String {
+        let started = Instant::now();
+        loop {
+            let screen = self.screen();
+            if done(&screen) {
+                return screen;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!(
+                    "watch exited ({status}) while waiting for {what}\n{}",
+                    self.transcript()
+                );
+            }
+            assert!(
+                started.elapsed() < limit,
+                "no {what} within {limit:?}; the screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn press(&mut self, keys: &[u8]) {
+        self.master.write_all(keys).unwrap();
+        self.master.flush().unwrap();
+    }
+
+    /// Waits for the process to end; panics after `limit`.
+    fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if started.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("watch did not exit within {limit:?}\n{}", self.screen());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Live processes of the watch's session (it started every one of them).
+    fn session_processes(&self) -> Vec<String> {
+        let out = Command::new("ps")
+            .args(["-A", "-o", "sid=,stat=,pid=,args="])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| {
+                let mut f = l.split_whitespace();
+                f.next().and_then(|s| s.parse::<i32>().ok()) == Some(self.session)
+                    && f.next().is_some_and(|stat| !stat.starts_with('Z'))
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// After the watch exited: no process of its session is left (allowing the kernel a moment), and the
+    /// terminal is back in line mode with echo.
+    fn assert_clean_exit(&self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = self.session_processes();
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "processes left behind: {left:#?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // On a pty master, tcgetattr reads the terminal's (the slave side's) settings.
+        let mut t: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(
+            unsafe { libc::tcgetattr(self.master.as_raw_fd(), &mut t) },
+            0
+        );
+        assert_ne!(t.c_lflag & libc::ICANON, 0, "line mode not restored");
+        assert_ne!(t.c_lflag & libc::ECHO, 0, "echo not restored");
+        let raw = String::from_utf8_lossy(&self.output.lock().unwrap()).into_owned();
+        let hidden = raw.rfind("\x1b[?25l");
+        let shown = raw.rfind("\x1b[?25h");
+        assert!(shown >= hidden, "the cursor is left hidden");
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        // A failed test must not leave a watch running.
+        if self.child.try_wait().ok().flatten().is_none() {
+            unsafe {
+                libc::kill(self.child.id() as i32, libc::SIGKILL);
+            }
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn open_pty() -> (File, OwnedFd) {
+    let (mut master, mut slave) = (-1, -1);
+    let size = libc::winsize {
+        ws_row: ROWS,
+        ws_col: COLS,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty fills the two descriptors; the null name and settings pointers are allowed.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    for fd in [master, slave] {
+        // Other tests start processes concurrently: they must not inherit this terminal.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    // SAFETY: both descriptors are fresh and owned here.
+    unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) }
+}
+
+/// The row of Lab `lab` on `screen` (`> 7.2  单工具往返   0/2  ✗`), if any.
+fn row<'a>(screen: &'a str, lab: &str) -> Option<&'a str> {
+    screen.lines().find(|l| {
+        let l = l.strip_prefix('>').unwrap_or(l).trim_start();
+        l.strip_prefix(lab)
+            .is_some_and(|rest| rest.starts_with(' '))
+    })
+}
+
+fn lab_shows(screen: &str, lab: &str, mark: char) -> bool {
+    row(screen, lab).is_some_and(|r| r.trim_end().ends_with(mark))
+}
+
+const REQUIRED: [&str; 5] = ["7.1", "7.2", "7.3", "7.4", "7.5"];
+
+fn all_required_pass(screen: &str) -> bool {
+    REQUIRED.iter().all(|lab| lab_shows(screen, lab, '✓'))
+}
+
+/// The skeleton graded: 7.1 fails, and the next step points at it.
+fn first_verdict(w: &mut Watch) -> String {
+    w.wait_for("the first verdict (7.1 ✗)", FIRST_GRADE, |s| {
+        lab_shows(s, "7.1", '✗') && s.contains("下一步：Lab 7.1")
+    })
+}
+
+#[test]
+fn a_save_regrades_h_shows_the_hint_and_q_quits() {
+    let (_guard, dir) = practice();
+    let mut w = Watch::start(&dir, &[]);
+    let screen = first_verdict(&mut w);
+    assert!(screen.contains("pi-course watch"), "{screen}");
+    for lab in REQUIRED {
+        assert!(lab_shows(&screen, lab, '✗'), "{lab} in\n{screen}");
+    }
+    // The first failing test's message: the skeleton's todo!() names its Lab.
+    assert!(screen.contains("Lab 7.1"), "{screen}");
+    assert!(screen.contains("h 提示"), "{screen}");
+
+    w.press(b"h");
+    let first_words: String = hint("7.1", "zh").chars().take(12).collect();
+    w.wait_for("the hint for Lab 7.1", REGRADE, |s| {
+        s.contains(&first_words)
+    });
+
+    fs::write(dir.join("src/agent_loop.rs"), solution()).unwrap();
+    let screen = w.wait_for("every required Lab passing", REGRADE, all_required_pass);
+    assert!(!screen.contains("下一步：Lab 7.1"), "{screen}");
+
+    w.press(b"q");
+    let status = w.wait_exit(QUIT);
+    assert_eq!(status.code(), Some(0), "{}", w.transcript());
+    w.assert_clean_exit();
+}
+
+#[test]
+fn with_poll_a_save_is_noticed_without_file_events() {
+    let (_guard, dir) = practice();
+    let mut w = Watch::start(&dir, &["--poll", "--lang", "en"]);
+    let screen = w.wait_for("the first verdict (7.1 ✗)", FIRST_GRADE, |s| {
+        lab_shows(s, "7.1", '✗') && s.contains("Next: Lab 7.1")
+    });
+    assert!(screen.contains("polling"), "{screen}");
+
+    fs::write(dir.join("src/agent_loop.rs"), solution()).unwrap();
+    w.wait_for("every required Lab passing", REGRADE, all_required_pass);
+
+    w.press(b"q");
+    assert_eq!(w.wait_exit(QUIT).code(), Some(0));
+    w.assert_clean_exit();
+}
+
+#[test]
+fn a_save_by_rename_is_noticed() {
+    let (_guard, dir) = practice();
+    let mut w = Watch::start(&dir, &[]);
+    first_verdict(&mut w);
+
+    // How many editors save: write a temporary file beside the original, then rename it over.
+    let tmp = dir.join("src/.agent_loop.rs.tmp");
+    fs::write(&tmp, solution()).unwrap();
+    fs::rename(&tmp, dir.join("src/agent_loop.rs")).unwrap();
+    w.wait_for("every required Lab passing", REGRADE, all_required_pass);
+
+    w.press(b"q");
+    assert_eq!(w.wait_exit(QUIT).code(), Some(0));
+    w.assert_clean_exit();
+}
+
+#[test]
+fn ctrl_c_during_a_grade_kills_it_and_restores_the_terminal() {
+    let (_guard, dir) = practice();
+    // A generous per-test timeout, so the grade below is surely still running when Ctrl-C comes.
+    let mut w = Watch::start(&dir, &["--timeout", "120"]);
+    first_verdict(&mut w);
+
+    // Every test of this loop blocks its thread: the grade hangs in "running tests" until killed.
+    let signature = "pub async fn run_agent_loop(options: AgentLoopOptions) -> AgentRunResult {\n";
+    let hanging = solution().replacen(
+        signature,
+        &format!("{signature}    std::thread::sleep(std::time::Duration::from_secs(600));\n"),
+        1,
+    );
+    assert_ne!(hanging, solution(), "the reference declares run_agent_loop");
+    fs::write(dir.join("src/agent_loop.rs"), hanging).unwrap();
+    w.wait_for("the tests running", REGRADE, |s| s.contains("运行测试 "));
+    // The test processes are up.
+    let running = Instant::now();
+    while w.session_processes().len() < 2 && running.elapsed() < REGRADE {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    w.press(b"\x03");
+    let status = w.wait_exit(QUIT);
+    assert_eq!(status.code(), Some(130), "{}", w.transcript());
+    w.assert_clean_exit();
+}
