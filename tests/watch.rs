@@ -410,3 +410,38 @@ fn ctrl_c_during_a_grade_kills_it_and_restores_the_terminal() {
     assert_eq!(status.code(), Some(130), "{}", w.transcript());
     w.assert_clean_exit();
 }
+
+#[test]
+fn bad_input_is_refused_before_the_screen_is_taken() {
+    let empty = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_pi-course"))
+            .args(args)
+            .env("PI_COURSE_CACHE", cache())
+            .env_remove("PI_COURSE_LANG")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["watch", empty.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("不是练习目录"), "{stderr}");
+    assert!(stderr.contains("pi-course practice 07"), "{stderr}");
+
+    let (_guard, dir) = practice();
+    let out = run(&[
+        "watch",
+        dir.to_str().unwrap(),
+        "--timeout",
+        "0",
+        "--lang",
+        "en",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--timeout"),
+        "{out:?}"
+    );
+}
