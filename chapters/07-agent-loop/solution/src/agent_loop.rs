@@ -129,10 +129,7 @@ const UNEXPECTED_STOP: Skip = (
     "unexpected-stop",
     "the model stopped without requesting tool use",
 );
-const DUPLICATE_ID: Skip = (
-    "duplicate-call-id",
-    "its id is used by another call in the same message",
-);
+const DUPLICATE_ID: Skip = ("duplicate-call-id", "its message repeats a tool call id");
 
 pub async fn run_agent_loop(options: AgentLoopOptions) -> AgentRunResult {
     let mut run = Run {

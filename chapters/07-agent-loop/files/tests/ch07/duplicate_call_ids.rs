@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::support::*;
 
 const DUPLICATE_TEXT: &str =
-    "Tool call was not executed because its id is used by another call in the same message.";
+    "Tool call was not executed because its message repeats a tool call id.";
 
 /// Bonus: two calls sharing one id are both answered with a duplicate-call-id result, in call order;
 /// neither runs, the model is not asked again and the run ends with error.

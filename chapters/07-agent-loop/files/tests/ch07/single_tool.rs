@@ -65,32 +65,35 @@ async fn progress_is_forwarded_with_the_call_id_and_its_content() {
 }
 
 /// Step 2: the executor receives the call's id in its context and the run's own signal: cancelling
-/// the run's signal is seen by the running executor.
+/// the run's signal (here after the run, so no cancellation rule of step 5 is involved) is seen by the
+/// token the executor was given.
 #[tokio::test(start_paused = true)]
 async fn the_executor_gets_the_call_id_and_the_runs_signal() {
     let mut run = setup(vec![
-        tool_use(vec![call("call-7", "wait_cancel", json!({}))]),
+        tool_use(vec![call("call-7", "lookup", json!({}))]),
         text_reply("ok"),
     ]);
     let bench = Bench::new(&[]);
     run.options.executor = Some(bench.executor());
-    let (b, signal) = (bench.clone(), run.signal());
-    run.run_with(Box::pin(async move {
-        b.wait_started(&["call-7"], "toolUse 回合的调用应交给注入的 executor / the call must reach the injected executor").await;
-        signal.cancel();
-        b.wait_note(
-            "saw-cancel(call-7)",
-            "取消本次运行的 signal 后，executor 的 ctx.signal 没有被取消：signal 要原样交给 executor（第二步）\n  \
-             the executor's ctx.signal did not see the run's signal cancelled: pass the run's signal",
-        )
-        .await;
-    }))
-    .await;
+    let signal = run.signal();
+    let out = run.run().await;
+    out.assert_ends(RunReason::Stop, "第二步 / step 2");
 
     assert_eq!(
         bench.contexts(),
         vec![("call-7".to_string(), "call-7".to_string())],
         "executor 的 ToolContext.call_id 应是被执行调用的 id / ctx.call_id must be the executed call's id"
+    );
+    let given = bench.signals();
+    assert!(
+        given.iter().all(|s| !s.is_cancelled()),
+        "运行没有被取消，executor 却拿到了一个已取消的 signal / the run was not cancelled, yet the executor's signal was"
+    );
+    signal.cancel();
+    assert!(
+        given.iter().all(|s| s.is_cancelled()),
+        "取消本次运行的 signal 后，executor 的 ctx.signal 没有被取消：signal 要原样交给 executor（第二步）\n  \
+         the executor's ctx.signal did not see the run's signal cancelled: pass the run's signal"
     );
 }
 

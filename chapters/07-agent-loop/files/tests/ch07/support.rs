@@ -374,7 +374,6 @@ impl std::error::Error for DiskFull {}
 ///
 /// - `explode`: returns `Err(DiskFull)` at once;
 /// - `crash`: panics with a `&'static str` payload; `crash_owned`: panics with a `String` payload;
-/// - `wait_cancel`: waits until its `ctx.signal` is cancelled, then returns a normal result;
 /// - `report`: reports progress once, then behaves like any other name;
 /// - any other name: returns a normal result ([`ok_result`]), after waiting for its gate if the call's id
 ///   was gated with [`Bench::new`].
@@ -383,7 +382,7 @@ pub struct Bench {
     releases: Mutex<HashMap<String, oneshot::Sender<()>>>,
     started: Mutex<Vec<String>>,
     contexts: Mutex<Vec<(String, String)>>,
-    notes: Mutex<Vec<String>>,
+    signals: Mutex<Vec<CancellationToken>>,
     changed: watch::Sender<usize>,
 }
 
@@ -400,7 +399,7 @@ impl Bench {
             releases: Mutex::new(releases),
             started: Mutex::new(Vec::new()),
             contexts: Mutex::new(Vec::new()),
-            notes: Mutex::new(Vec::new()),
+            signals: Mutex::new(Vec::new()),
             changed: watch::Sender::new(0),
         })
     }
@@ -421,15 +420,12 @@ impl Bench {
     ) -> Result<ToolResultMessage, ToolError> {
         lock(&self.started).push(call.id.clone());
         lock(&self.contexts).push((call.id.clone(), ctx.call_id.clone()));
+        lock(&self.signals).push(ctx.signal.clone());
         self.changed.send_modify(|n| *n += 1);
         match call.name.as_str() {
             "explode" => return Err(Box::new(DiskFull)),
             "crash" => panic!("kaboom ({PANIC_MARKER})"),
             "crash_owned" => std::panic::panic_any(format!("kaboom {} ({PANIC_MARKER})", call.id)),
-            "wait_cancel" => {
-                ctx.signal.cancelled().await;
-                self.note(format!("saw-cancel({})", call.id));
-            }
             "report" => (ctx.report_progress)(vec![ContentBlock::text("step 1 of 2")]),
             _ => {}
         }
@@ -444,11 +440,6 @@ impl Bench {
         ))
     }
 
-    fn note(&self, note: String) {
-        lock(&self.notes).push(note);
-        self.changed.send_modify(|n| *n += 1);
-    }
-
     /// Call ids in the order the executor was entered (one entry per execution).
     pub fn started(&self) -> Vec<String> {
         lock(&self.started).clone()
@@ -457,6 +448,11 @@ impl Bench {
     /// (call.id, ctx.call_id) for every execution.
     pub fn contexts(&self) -> Vec<(String, String)> {
         lock(&self.contexts).clone()
+    }
+
+    /// The `ctx.signal` of every execution, in the order the executor was entered.
+    pub fn signals(&self) -> Vec<CancellationToken> {
+        lock(&self.signals).clone()
     }
 
     /// Lets the gated call `id` finish.
@@ -483,15 +479,6 @@ impl Bench {
                  timed out waiting for calls {ids:?} to start",
                 self.started()
             );
-        }
-    }
-
-    /// Waits until `note` has been recorded; fails with `why` if it never is.
-    pub async fn wait_note(&self, note: &str, why: &str) {
-        let mut changes = self.changed.subscribe();
-        let seen = changes.wait_for(|_| lock(&self.notes).iter().any(|n| n == note));
-        if tokio::time::timeout(STEP_LIMIT, seen).await.is_err() {
-            panic!("等待 {note} 超时：{why}\n  timed out waiting for {note}");
         }
     }
 }
@@ -599,9 +586,14 @@ impl Setup {
             Ok(Ok(result)) => result,
             Ok(Err(payload)) => {
                 let text = payload_text(payload.as_ref());
-                let hint = if text.contains("not yet implemented") {
-                    "\n  （骨架里的 todo!() 还在：完成它所说的 Lab / a todo!() of the skeleton is still there）"
-                } else if text.contains("never ends") {
+                if text.contains("not yet implemented") {
+                    panic!(
+                        "{}\n  循环停在了骨架的 todo!() / the loop stopped at a todo!() of the skeleton: {text}\n  \
+                         按 7.1 → 7.5 的顺序完成各个 Lab / finish the Labs in order, 7.1 → 7.5",
+                        this_lab()
+                    )
+                }
+                let hint = if text.contains("never ends") {
                     ""
                 } else {
                     "\n  （若它来自执行器的错误或 panic，说明它没有被转换成配对的错误结果 / if it comes from \
@@ -629,6 +621,47 @@ impl Setup {
             context,
             events,
         }
+    }
+}
+
+/// The groups, by module: the running test's group is read from its thread name, which libtest sets
+/// to the test's path (`single_tool::...`), so a failure can say which Lab it belongs to.
+const LABS: &[(&str, &str, &str, &str)] = &[
+    ("plain_stop", "7.1", "纯文本 stop", "plain-text stop"),
+    ("single_tool", "7.2", "单工具往返", "single tool round trip"),
+    (
+        "non_executing",
+        "7.3",
+        "非执行终态",
+        "non-executing terminal states",
+    ),
+    ("concurrent_tools", "7.4", "并发工具", "concurrent tools"),
+    (
+        "cancel_and_limits",
+        "7.5",
+        "取消与上限",
+        "cancellation and limits",
+    ),
+    (
+        "duplicate_call_ids",
+        "7.6",
+        "重复 call id",
+        "duplicate call ids",
+    ),
+];
+
+/// "Lab 7.2（单工具往返）还没完成 / Lab 7.2 (single tool round trip) is not done yet", for the running test.
+fn this_lab() -> String {
+    let thread = std::thread::current();
+    let module = thread
+        .name()
+        .and_then(|n| n.split("::").next())
+        .unwrap_or("");
+    match LABS.iter().find(|(m, ..)| *m == module) {
+        Some((_, lab, zh, en)) => {
+            format!("Lab {lab}（{zh}）还没完成 / Lab {lab} ({en}) is not done yet")
+        }
+        None => "这个 Lab 还没完成 / this Lab is not done yet".to_string(),
     }
 }
 
