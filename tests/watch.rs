@@ -306,6 +306,19 @@ fn lab_shows(screen: &str, lab: &str, mark: char) -> bool {
     row(screen, lab).is_some_and(|r| r.trim_end().ends_with(mark))
 }
 
+/// The reference loop with every run blocking its thread first: its grade hangs in "running tests" until
+/// the per-test timeout, or until it is killed.
+fn hanging() -> String {
+    let signature = "pub async fn run_agent_loop(options: AgentLoopOptions) -> AgentRunResult {\n";
+    let hanging = solution().replacen(
+        signature,
+        &format!("{signature}    std::thread::sleep(std::time::Duration::from_secs(600));\n"),
+        1,
+    );
+    assert_ne!(hanging, solution(), "the reference declares run_agent_loop");
+    hanging
+}
+
 const REQUIRED: [&str; 5] = ["7.1", "7.2", "7.3", "7.4", "7.5"];
 
 fn all_required_pass(screen: &str) -> bool {
@@ -383,21 +396,44 @@ fn a_save_by_rename_is_noticed() {
 }
 
 #[test]
+fn a_save_during_a_grade_queues_one_more() {
+    let (_guard, dir) = practice();
+    // The hanging loop's grade lasts at least this long once its tests run.
+    let mut w = Watch::start(&dir, &["--timeout", "3"]);
+    first_verdict(&mut w);
+
+    fs::write(dir.join("src/agent_loop.rs"), hanging()).unwrap();
+    w.wait_for("the tests running", REGRADE, |s| s.contains("运行测试 "));
+    fs::write(dir.join("src/agent_loop.rs"), solution()).unwrap();
+    w.wait_for("the queued grade", REGRADE, |s| s.contains("已排队"));
+    // The running grade finishes with its timeouts, then the queued one grades the reference.
+    w.wait_for("every required Lab passing", REGRADE, all_required_pass);
+    let transcript = w.transcript();
+    let is_row = |l: &&str, mark: char| {
+        let l = l.strip_prefix('>').unwrap_or(l).trim();
+        l.starts_with("7.1 ") && l.ends_with(mark)
+    };
+    let lines: Vec<&str> = transcript.lines().collect();
+    let timed_out = lines.iter().position(|l| is_row(l, '⏱'));
+    let passed = lines.iter().rposition(|l| is_row(l, '✓'));
+    assert!(
+        timed_out.is_some() && timed_out < passed,
+        "the hanging grade's verdict (⏱) was shown before the queued one's (✓)\n{transcript}"
+    );
+
+    w.press(b"q");
+    assert_eq!(w.wait_exit(QUIT).code(), Some(0));
+    w.assert_clean_exit();
+}
+
+#[test]
 fn ctrl_c_during_a_grade_kills_it_and_restores_the_terminal() {
     let (_guard, dir) = practice();
     // A generous per-test timeout, so the grade below is surely still running when Ctrl-C comes.
     let mut w = Watch::start(&dir, &["--timeout", "120"]);
     first_verdict(&mut w);
 
-    // Every test of this loop blocks its thread: the grade hangs in "running tests" until killed.
-    let signature = "pub async fn run_agent_loop(options: AgentLoopOptions) -> AgentRunResult {\n";
-    let hanging = solution().replacen(
-        signature,
-        &format!("{signature}    std::thread::sleep(std::time::Duration::from_secs(600));\n"),
-        1,
-    );
-    assert_ne!(hanging, solution(), "the reference declares run_agent_loop");
-    fs::write(dir.join("src/agent_loop.rs"), hanging).unwrap();
+    fs::write(dir.join("src/agent_loop.rs"), hanging()).unwrap();
     w.wait_for("the tests running", REGRADE, |s| s.contains("运行测试 "));
     // The test processes are up.
     let running = Instant::now();
