@@ -1,12 +1,12 @@
 //! Reading what a libtest binary says: its test list, how a batch of tests ran, and how a single test ran.
 //!
-//! A group's tests first run together in one process (`<exe> --exact <names>... --test-threads=1`): libtest
-//! prints `test <name> ... ` when a test starts and `ok` / `FAILED` when it ends, and, at the end, the
-//! captured output of each failed test under `---- <name> stdout ----`. A test without a verdict from its
-//! batch (the batch crashed, exited or stalled) runs again alone as
-//! `<exe> <name> --exact --test-threads=1 --nocapture`, so its own output and panic messages reach our pipes
-//! directly (also when the process dies half way), and libtest's closing `test result:` line on stdout
-//! tells whether the test really finished.
+//! Tests first run in batches, several in one process (`<exe> --exact <names>... --test-threads=1`):
+//! libtest prints `test <name> ... ` when a test starts and `ok` / `FAILED` when it ends, and, at the end,
+//! the captured output of each failed test under `---- <name> stdout ----`. A test without a verdict from
+//! its batch (the batch crashed, exited or stalled) runs again alone as
+//! `<exe> <name> --exact --test-threads=1 --nocapture`, so its own output and panic messages reach our
+//! pipes directly (also when the process dies half way), and libtest's closing `test result:` line on
+//! stdout tells whether the test really finished.
 
 use std::process::ExitStatus;
 

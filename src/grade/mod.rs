@@ -226,13 +226,14 @@ async fn build_and_run(
         .list()
         .await
         .map_err(|output| Problem::List { output })?;
-    let batches: Vec<Vec<String>> = result
+    let chosen: Vec<String> = result
         .groups
         .iter()
-        .map(|g| runner::tests_of(&names, &g.group.module()))
+        .flat_map(|g| runner::tests_of(&names, &g.group.module()))
         .collect();
+    let batches = runner::batches(&chosen, opts.jobs);
 
-    let total = batches.iter().map(Vec::len).sum();
+    let total = chosen.len();
     let done = std::cell::Cell::new(0);
     progress(Stage::Running { done: 0, total });
     let results = runner

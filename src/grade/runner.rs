@@ -1,11 +1,11 @@
 //! Stages 4 and 5, list and run: ask the test executable for its tests, then run them, several processes
 //! at a time, each process in its own process group.
 //!
-//! Each group's tests first run together in one process, which costs about what `cargo test` costs. A test
+//! The tests first run in batches, one process per core, which costs about what `cargo test` costs. A test
 //! that does not end within [`SLOW`] (the chapter's tests take milliseconds), a crash or an early exit
 //! stops the batch; the tests it left without a verdict then run one per process, with the full timeout:
 //! so every test gets its own verdict whatever the others do, and a clean run pays for one process per
-//! group instead of one per test.
+//! core instead of one per test.
 //!
 //! A process gets a slot (one per core). A test still running alone after [`SLOW`] hands its slot on: it is
 //! probably hung, and waiting for its timeout must not hold up the others. At most [`MAX_LIVE`] test
@@ -70,7 +70,7 @@ impl Runner {
         }
     }
 
-    /// Runs the tests, each batch (a group's tests) in one process first; every test the batch leaves
+    /// Runs the tests, each batch in one process first (see [`batches`]); every test a batch leaves
     /// without a verdict runs again alone. Calls `on_done` as each test finishes. Results come back in the
     /// order of the batches and their names. Ignored tests are left out.
     pub async fn run(
@@ -335,6 +335,15 @@ async fn run_one(
     })
 }
 
+/// Splits `names` into `jobs` batches of about equal size, in order: one process per core.
+pub fn batches(names: &[String], jobs: usize) -> Vec<Vec<String>> {
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let size = names.len().div_ceil(jobs.max(1));
+    names.chunks(size).map(<[String]>::to_vec).collect()
+}
+
 /// The tests of one group: `plain_stop::x` belongs to module `plain_stop`.
 pub fn tests_of(names: &[String], module: &str) -> Vec<String> {
     let prefix = format!("{module}::");
@@ -445,6 +454,18 @@ mod g {
             matches!(&results[1].outcome, Outcome::Panicked { message } if message.contains("arithmetic is broken")),
             "{results:?}"
         );
+    }
+
+    #[test]
+    fn batches_split_evenly_in_order() {
+        let names: Vec<String> = (0..5).map(|i| i.to_string()).collect();
+        assert_eq!(
+            batches(&names, 2),
+            vec![vec!["0", "1", "2"], vec!["3", "4"]]
+        );
+        assert_eq!(batches(&names, 8).len(), 5);
+        assert_eq!(batches(&names, 0).len(), 1);
+        assert!(batches(&[], 2).is_empty());
     }
 
     #[test]
