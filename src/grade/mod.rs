@@ -2,8 +2,9 @@
 //!
 //! A pipeline of small stages, each in its own module:
 //! open ([`select_groups`], `Practice::open`) → [`prepare`] (a shared build directory in the cache) →
-//! [`build`] (`cargo test --no-run`) → list and run ([`runner`]: one process group per test, with a
-//! timeout) → collect ([`outcome`]) → report (`crate::report`) and [`last`] (the verdict per Lab).
+//! [`build`] (`cargo test --no-run`) → list and run ([`runner`]: batches of tests, one process group
+//! each, and any test a batch leaves without a verdict alone, with a timeout) → collect ([`outcome`]) →
+//! report (`crate::report`) and [`last`] (the verdict per Lab).
 //! [`grade`] runs the pipeline in-process, so `watch` can call it too.
 
 pub mod build;
@@ -38,7 +39,7 @@ pub struct GradeOptions {
     /// The cache root (see [`cache::root`]).
     pub cache: PathBuf,
     pub timeout: Duration,
-    /// Tests run at once; the number of cores by default.
+    /// Test processes run at once; the number of cores by default.
     pub jobs: usize,
     /// Render compiler diagnostics with ANSI colors.
     pub color: bool,
