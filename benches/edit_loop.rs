@@ -114,9 +114,14 @@ fn build_dir() -> PathBuf {
         .path()
 }
 
+/// The CARGO_TARGET_DIR the grader uses for `build` (see src/cache.rs).
+fn target_of(build: &Path) -> PathBuf {
+    cache().join("target").join(build.file_name().unwrap())
+}
+
 /// Per-crate compile times of one incremental build, from cargo's `--timings` report.
 fn timings(build: &Path) -> Vec<(String, f64)> {
-    let target = cache().join("target");
+    let target = target_of(build);
     let out = Command::new("cargo")
         .args([
             "test",
@@ -205,7 +210,7 @@ fn main() {
                     Command::new("cargo")
                         .args(["test", "--no-run", "-q", "--locked", "--test", "ch07"])
                         .current_dir(&build)
-                        .env("CARGO_TARGET_DIR", cache().join("target")),
+                        .env("CARGO_TARGET_DIR", target_of(&build)),
                     true,
                 )
             })

@@ -2,10 +2,16 @@
 //! incremental build and one cargo target directory.
 //!
 //! ```text
-//! <cache>/target/                 one CARGO_TARGET_DIR for everything (dependencies compile once)
+//! <cache>/target/<id>-<hash>/     the CARGO_TARGET_DIR of that build directory
 //! <cache>/work/<id>-<hash>/       a build directory per chapter and set of given files
 //! <cache>/work/<id>-<hash>.lock   held by the grade that uses that build directory
 //! ```
+//!
+//! Why one target directory per build directory, not one for all: cargo leaves the directory a package
+//! lives in out of its artifact names and decides freshness by modification times. Two build directories
+//! sharing a target would share artifacts, and a build directory whose files are older than the other's
+//! last build would be judged up to date: its grade would run the other's test binary. Within one build
+//! directory every changed file is rewritten, so its modification time always moves forward.
 //!
 //! `<cache>` is `PI_COURSE_CACHE` if set, else the platform's cache directory + `/pi-course`.
 
@@ -66,7 +72,7 @@ pub fn build_key(chapter: &Chapter) -> String {
 #[derive(Debug)]
 pub struct BuildDir {
     pub path: PathBuf,
-    /// The shared CARGO_TARGET_DIR.
+    /// Its CARGO_TARGET_DIR.
     pub target: PathBuf,
     _lock: File,
 }
@@ -76,7 +82,7 @@ pub struct BuildDir {
 pub async fn acquire(root: &Path, key: &str, on_wait: impl FnOnce()) -> io::Result<BuildDir> {
     let work = root.join("work");
     fs::create_dir_all(&work)?;
-    let target = root.join("target");
+    let target = root.join("target").join(key);
     fs::create_dir_all(&target)?;
     tag(root);
     let lock = File::options()
@@ -96,11 +102,42 @@ pub async fn acquire(root: &Path, key: &str, on_wait: impl FnOnce()) -> io::Resu
     };
     let path = work.join(key);
     fs::create_dir_all(&path)?;
+    remove_stale(root, key);
     Ok(BuildDir {
         path,
         target,
         _lock: lock,
     })
+}
+
+/// Removes the build directories (and their targets) of the same chapter made by other versions of the
+/// given files, i.e. by other pi-course versions, unless a grade is using them right now. Keeps the cache
+/// from growing by one build per upgrade. Best effort: whatever cannot be removed stays.
+fn remove_stale(root: &Path, key: &str) {
+    let Some((chapter, _)) = key.split_once('-') else {
+        return;
+    };
+    let work = root.join("work");
+    let Ok(entries) = fs::read_dir(&work) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(other) = name.strip_suffix(".lock") else {
+            continue;
+        };
+        if other == key || other.split_once('-').map(|(c, _)| c) != Some(chapter) {
+            continue;
+        }
+        let Ok(lock) = File::options().write(true).open(entry.path()) else {
+            continue;
+        };
+        if lock.try_lock().is_ok() {
+            let _ = fs::remove_dir_all(work.join(other));
+            let _ = fs::remove_dir_all(root.join("target").join(other));
+            let _ = fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Marks the cache as such for backup tools (<https://bford.info/cachedir/>).
@@ -141,17 +178,54 @@ mod tests {
                 .await
                 .unwrap();
             assert!(first.path.is_dir());
-            let waited = std::sync::atomic::AtomicBool::new(false);
-            let second = acquire(root.path(), "07-x", || {
-                waited.store(true, std::sync::atomic::Ordering::SeqCst)
-            });
+            // The second grade reports that it waits (the gate), and only then is the first released.
+            let (waiting, waited) = tokio::sync::oneshot::channel();
+            let second = acquire(root.path(), "07-x", move || waiting.send(()).unwrap());
             let releaser = async {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                waited.await.expect("the second acquire reported waiting");
                 drop(first);
             };
             let (second, ()) = tokio::join!(second, releaser);
             assert!(second.is_ok());
-            assert!(waited.load(std::sync::atomic::Ordering::SeqCst));
+        });
+    }
+
+    #[test]
+    fn other_versions_of_a_chapter_are_removed_unless_in_use() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let work = root.path().join("work");
+        rt.block_on(async {
+            let old = acquire(root.path(), "07-old", || {}).await.unwrap();
+            let busy = acquire(root.path(), "07-busy", || {}).await.unwrap();
+            let other_chapter = acquire(root.path(), "08-old", || {}).await.unwrap();
+            drop(old);
+            drop(other_chapter);
+            let new = acquire(root.path(), "07-new", || {}).await.unwrap();
+            assert!(new.path.is_dir() && new.target.is_dir());
+            assert!(
+                !work.join("07-old").exists(),
+                "an unused older build directory is removed"
+            );
+            assert!(
+                !root.path().join("target/07-old").exists(),
+                "and its target"
+            );
+            assert!(
+                work.join("07-busy").is_dir(),
+                "a build directory in use stays"
+            );
+            assert!(
+                work.join("08-old").is_dir(),
+                "another chapter's build directory stays"
+            );
+            assert_ne!(
+                new.target, busy.target,
+                "each build directory has its own target"
+            );
         });
     }
 }
