@@ -67,6 +67,18 @@ fn the_reference_passes_and_the_skeleton_fails() {
             "the skeleton passes {slug}: {json:#}"
         );
     }
+    // Each group's failures name that group's own Lab, so a learner knows which step a red row is about.
+    for g in json["groups"].as_array().unwrap() {
+        let lab = format!("Lab {}", g["lab"].as_str().unwrap());
+        for t in g["tests"].as_array().unwrap() {
+            let message = t["message"].as_str().unwrap_or("");
+            assert!(
+                message.contains(&lab),
+                "{} fails on the skeleton without naming {lab}: {message}",
+                t["name"]
+            );
+        }
+    }
     write_loop(&dir, &solution());
     let (code, json) = grade_json(&dir, &[]);
     assert_eq!(
