@@ -210,15 +210,17 @@ impl Watch {
     /// Live processes of the watch's session (it started every one of them).
     fn session_processes(&self) -> Vec<String> {
         let out = Command::new("ps")
-            .args(["-A", "-o", "sid=,stat=,pid=,args="])
+            .args(["-A", "-o", "pid=,stat=,args="])
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter(|l| {
                 let mut f = l.split_whitespace();
-                f.next().and_then(|s| s.parse::<i32>().ok()) == Some(self.session)
-                    && f.next().is_some_and(|stat| !stat.starts_with('Z'))
+                let pid = f.next().and_then(|s| s.parse::<i32>().ok());
+                let live = f.next().is_some_and(|stat| !stat.starts_with('Z'));
+                // SAFETY: getsid only reads; a process that is gone yields -1.
+                live && pid.is_some_and(|pid| unsafe { libc::getsid(pid) } == self.session)
             })
             .map(str::to_string)
             .collect()
