@@ -64,3 +64,27 @@ fn skeleton_and_reference_are_warning_free_and_the_given_crate_passes_its_tests(
         "no course crate test ran\n{text}"
     );
 }
+
+/// The skeleton and the reference start with the same public surface, byte for byte, up to the marker
+/// that ends it. The tests compile against that surface: identical text keeps a learner's edits (and a
+/// fresh directory after a finished one) from recompiling the whole test crate, and it proves the
+/// reference declares exactly what the skeleton promises.
+#[test]
+fn skeleton_and_reference_share_the_public_surface() {
+    let chapter = repo().join("chapters/07-agent-loop");
+    let read = |p: &str| std::fs::read_to_string(chapter.join(p)).unwrap();
+    let (skeleton, reference) = (
+        read("skeleton/src/agent_loop.rs"),
+        read("solution/src/agent_loop.rs"),
+    );
+    let marker = "// Above is the public surface the tests compile against.";
+    let end = |s: &str| {
+        s.find(marker)
+            .expect("the surface ends with the marker comment")
+    };
+    assert_eq!(
+        &skeleton[..end(&skeleton)],
+        &reference[..end(&reference)],
+        "the skeleton and the reference declare different public surfaces"
+    );
+}

@@ -1,5 +1,4 @@
-//! 第 07 章：Agent Loop。这是你要完成的文件；运行 `cargo test --test ch07` 检查进度。
-//!
+//! 第 07 章：Agent Loop。问模型，执行它要的工具，把结果送回去，直到这次运行结束。
 //! The agent loop: ask the model, run the tools it asks for, feed the results back, until the run ends.
 //!
 //! 每次运行都要守住三个不变量 / three invariants hold for every run:
@@ -7,19 +6,12 @@
 //! 2. 下一次模型请求前，每个 tool call 都恰好有一条同 id 的结果 / before the next request, every call
 //!    has exactly one result with its id;
 //! 3. 一次运行只发出一个 `TurnEnd` / exactly one `TurnEnd` per run.
-//!
-//! 公共类型、`AgentLoopOptions::new`、`run_agent_loop` 的主循环和 `Run::finish` 已经写好；
-//! 每个 `todo!()` 是你要写的一段，消息里写着它属于哪个 Lab。
-//! 可能用到 / you may need: `crate::model::ModelRequest`, `crate::tool::execute_tool_call`,
-//! `serde_json::json!`, `tokio::spawn`.
 
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::message::{
-    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage,
-};
+use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage};
 use crate::model::{Model, ModelEvent};
 use crate::tool::{BoxFuture, ToolContext, ToolError, ToolRegistry};
 
@@ -116,7 +108,22 @@ impl AgentLoopOptions {
             max_steps: DEFAULT_MAX_STEPS,
         }
     }
+}
 
+// ---------------------------------------------------------------------------------------------------
+// 以上是公共表面，测试按它编译：保持不变，新的 `use` 写在下面，重新评分就只需重新编译你的循环。
+// Above is the public surface the tests compile against. Keep it as it is and add new `use` lines
+// below: a re-grade then recompiles only your loop.
+// ---------------------------------------------------------------------------------------------------
+
+// 公共类型和 `AgentLoopOptions::new` 已经写好，`run_agent_loop` 的主循环和 `Run::finish` 也是；
+// 每个 `todo!()` 是你要写的一段，消息里写着它属于哪个 Lab。
+// 可能用到 / you may need: `crate::model::ModelRequest`, `crate::tool::execute_tool_call`,
+// `serde_json::json!`, `tokio::spawn`.
+
+use crate::message::StopReason;
+
+impl AgentLoopOptions {
     /// The run's one look at the caller's conversation.
     fn snapshot(&self) -> AgentContext {
         todo!("Lab 7.1: 在锁内克隆一次调用者的 context（system prompt 和消息），之后只改这份副本")

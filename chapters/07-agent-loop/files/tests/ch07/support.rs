@@ -22,8 +22,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use pi_course::agent_loop::{
-    run_agent_loop, AgentContext, AgentLoopOptions, AgentRunResult, EventSink, LoopEvent,
-    RunReason, SharedContext, ToolExecutor,
+    AgentContext, AgentLoopOptions, AgentRunResult, EventSink, LoopEvent, RunReason, SharedContext,
+    ToolExecutor,
 };
 use pi_course::event_stream::EventStream;
 use pi_course::message::{
@@ -581,7 +581,7 @@ impl Setup {
             events,
             options,
         } = self;
-        let both = drive(Box::pin(run_agent_loop(options)), driver);
+        let both = drive(pi_course::boxed_agent_loop(options), driver);
         let result = match tokio::time::timeout(RUN_LIMIT, both).await {
             Ok(Ok(result)) => result,
             Ok(Err(payload)) => {
