@@ -75,10 +75,35 @@ fn solution() -> String {
         .expect("reference solution")
 }
 
-/// A one-line edit: the solution with a different trailing comment, so every run really recompiles.
+/// A one-line edit as a learner makes one: the reference with a statement added to, or taken out of, the
+/// loop's body (so the lines below it move), holding a different number each time.
 fn edit(dir: &Path, n: usize) {
-    let text = format!("{}\n// edit {n}\n", solution());
+    let anchor = "    let reason = loop {\n";
+    let reference = solution();
+    assert_eq!(
+        reference.matches(anchor).count(),
+        1,
+        "the edit's anchor is in the reference"
+    );
+    let added = if n % 2 == 0 {
+        format!("    let _edit = {n};\n")
+    } else {
+        String::new()
+    };
+    let text = reference.replacen(anchor, &format!("{added}{anchor}"), 1);
     fs::write(dir.join("src/agent_loop.rs"), text).unwrap();
+}
+
+/// A learner's first edit of the skeleton: Lab 7.1's snapshot written in place of its `todo!()`.
+fn first_step(dir: &Path) {
+    let path = dir.join("src/agent_loop.rs");
+    let skeleton = fs::read_to_string(&path).unwrap();
+    let todo = skeleton
+        .lines()
+        .find(|l| l.trim_start().starts_with("todo!(\"Lab 7.1: 在锁内"))
+        .expect("the skeleton's snapshot todo");
+    let done = skeleton.replacen(todo, "        self.context.lock().unwrap().clone()", 1);
+    fs::write(path, done).unwrap();
 }
 
 fn grade(dir: &Path, expect_pass: bool) -> Duration {
@@ -102,21 +127,32 @@ fn bare_cargo_test(dir: &Path, target: &Path) -> Duration {
     )
 }
 
-/// The grader's build directory for chapter 07 (the most recently used one).
-fn build_dir() -> PathBuf {
+/// The grader's build slot that last built `dir`'s loop (see src/cache.rs).
+fn build_dir_of(dir: &Path) -> PathBuf {
+    let mine = fs::read(dir.join("src/agent_loop.rs")).unwrap();
     let work = cache().join("work");
     fs::read_dir(&work)
         .expect("cache/work exists after a grade")
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("07-") && e.path().is_dir())
-        .max_by_key(|e| e.metadata().and_then(|m| m.modified()).ok())
-        .expect("a chapter 07 build directory")
-        .path()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("07-"))
+        .flat_map(|key| {
+            fs::read_dir(key.path())
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok())
+        })
+        .map(|slot| slot.path())
+        .find(|slot| fs::read(slot.join("src/agent_loop.rs")).is_ok_and(|b| b == mine))
+        .expect("a slot that built this directory")
 }
 
 /// The CARGO_TARGET_DIR the grader uses for `build` (see src/cache.rs).
 fn target_of(build: &Path) -> PathBuf {
-    cache().join("target").join(build.file_name().unwrap())
+    let key = build.parent().unwrap().file_name().unwrap();
+    cache()
+        .join("target")
+        .join(key)
+        .join(build.file_name().unwrap())
 }
 
 /// Per-crate compile times of one incremental build, from cargo's `--timings` report.
@@ -151,6 +187,8 @@ fn timings(build: &Path) -> Vec<(String, f64)> {
     let units: Vec<serde_json::Value> = serde_json::from_str(json).unwrap_or_default();
     units
         .iter()
+        // Units cargo found fresh are listed too, with no time: only what was rebuilt matters here.
+        .filter(|u| u["duration"].as_f64().unwrap_or(0.0) > 0.0005)
         .map(|u| {
             let name = format!(
                 "{}{}",
@@ -184,10 +222,13 @@ fn main() {
     grade(&dir, true);
     bare_cargo_test(&dir, &bare_target);
 
-    let (mut regrade, mut bare, mut fresh) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut regrade, mut bare, mut fresh, mut first_edit) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut build = None;
     for i in 1..=n {
         edit(&dir, 2 * i);
         regrade.push(grade(&dir, true));
+        build = Some(build_dir_of(&dir));
         edit(&dir, 2 * i + 1);
         bare.push(bare_cargo_test(&dir, &bare_target));
         // A fresh directory (the skeleton, as a learner starts) graded for the first time. The skeleton
@@ -195,13 +236,14 @@ fn main() {
         let fresh_dir = root.join(format!("fresh{i}"));
         practice(&fresh_dir);
         fresh.push(grade(&fresh_dir, false));
+        // And the learner's first edit there: one `todo!()` of Lab 7.1 filled in.
+        first_step(&fresh_dir);
+        first_edit.push(grade(&fresh_dir, false));
     }
 
     // Where the time of one edit goes, measured in the grader's own build directory.
-    let build = build_dir();
-    let mut edited = fs::read_to_string(build.join("src/agent_loop.rs")).unwrap();
-    edited.push_str("\n// timings\n");
-    fs::write(build.join("src/agent_loop.rs"), edited).unwrap();
+    let build = build.expect("at least one run");
+    edit(&build, 2 * n + 3);
     let units = timings(&build);
     let noop = median(
         (0..n)
@@ -256,6 +298,16 @@ fn main() {
         "{:<44} {:>9.2}x   <= 1.5x",
         "fresh first grade / warm re-grade",
         ratio(&fresh, &regrade)
+    );
+    println!(
+        "{:<44} {:>10}",
+        "fresh directory, first edit's grade",
+        secs(median(first_edit.clone()))
+    );
+    println!(
+        "{:<44} {:>9.2}x",
+        "fresh first edit / warm re-grade",
+        ratio(&first_edit, &regrade)
     );
     println!();
     println!("where one edit's time goes (cargo --timings in the grader's build directory):");

@@ -2,16 +2,23 @@
 //! incremental build and one cargo target directory.
 //!
 //! ```text
-//! <cache>/target/<id>-<hash>/     the CARGO_TARGET_DIR of that build directory
-//! <cache>/work/<id>-<hash>/       a build directory per chapter and set of given files
-//! <cache>/work/<id>-<hash>.lock   held by the grade that uses that build directory
+//! <cache>/work/<id>-<hash>/slot-<n>/       a build directory: given files + the editable files last graded
+//! <cache>/work/<id>-<hash>/slot-<n>.lock   held by the grade that uses that slot
+//! <cache>/target/<id>-<hash>/slot-<n>/     that slot's CARGO_TARGET_DIR
 //! ```
 //!
-//! Why one target directory per build directory, not one for all: cargo leaves the directory a package
-//! lives in out of its artifact names and decides freshness by modification times. Two build directories
-//! sharing a target would share artifacts, and a build directory whose files are older than the other's
-//! last build would be judged up to date: its grade would run the other's test binary. Within one build
-//! directory every changed file is rewritten, so its modification time always moves forward.
+//! `<id>-<hash>` names a chapter and one version of its given files. Each such key has a few *slots*:
+//! build directories that keep their incremental state between grades. A grade takes the free slot whose
+//! last-graded editable files are most like the ones it grades, so a learner's re-grade lands where their
+//! previous version was built (an edit recompiles little), and a fresh practice directory lands where the
+//! skeleton was last built (nothing to recompile). A new slot starts from a copy of a built one's target,
+//! so dependencies compile once per key, never once per practice directory.
+//!
+//! Why one target directory per slot, not one for all: cargo leaves the directory a package lives in out
+//! of its artifact names and decides freshness by modification times. Two build directories sharing a
+//! target would share artifacts, and one whose files are older than the other's last build would be judged
+//! up to date: its grade would run the other's test binary. Within one slot every changed file is
+//! rewritten, so its modification time only moves forward.
 //!
 //! `<cache>` is `PI_COURSE_CACHE` if set, else the platform's cache directory + `/pi-course`.
 
@@ -68,40 +75,123 @@ pub fn build_key(chapter: &Chapter) -> String {
     format!("{}-{hex}", chapter.id)
 }
 
+/// Build slots per key: one for the practice directory a learner works in, one for the next (a fresh
+/// start, another learner). Each costs a target directory (about 100 MB for chapter 07).
+pub const SLOTS: usize = 2;
+
 /// A build directory, locked for as long as this value lives.
 #[derive(Debug)]
 pub struct BuildDir {
     pub path: PathBuf,
-    /// Its CARGO_TARGET_DIR.
+    /// Its own CARGO_TARGET_DIR.
     pub target: PathBuf,
     _lock: File,
 }
 
-/// Locks and returns the build directory `key` under `root`, creating it if needed. Calls `on_wait` once
-/// if another grade holds it, then waits for that grade to finish.
-pub async fn acquire(root: &Path, key: &str, on_wait: impl FnOnce()) -> io::Result<BuildDir> {
-    let work = root.join("work");
-    fs::create_dir_all(&work)?;
-    let target = root.join("target").join(key);
-    fs::create_dir_all(&target)?;
-    tag(root);
-    let lock = File::options()
+/// How well a slot fits the files about to be graded, best first: identical files (nothing to build);
+/// a close version, most lines shared (a learner's previous grade: an incremental build redoes little);
+/// an unused slot (so a different line of work does not evict a learner's slot); and last a different
+/// version, by lines shared (that build redoes most of the loop and its tests).
+fn fit(slot: &Path, editable: &[(&str, &[u8])]) -> (u8, usize) {
+    let (mut shared, mut lines) = (0, 0);
+    let mut identical = true;
+    for (path, bytes) in editable {
+        let Ok(old) = fs::read(slot.join(path)) else {
+            return (1, 0);
+        };
+        identical &= old == *bytes;
+        shared += shared_lines(&old, bytes);
+        lines += bytes.split(|&c| c == b'\n').count();
+    }
+    let tier = if identical {
+        3
+    } else if shared * 10 >= lines * 9 {
+        2
+    } else {
+        0
+    };
+    (tier, shared)
+}
+
+/// How many lines `a` and `b` have in common, counted as multisets.
+fn shared_lines(a: &[u8], b: &[u8]) -> usize {
+    let mut counts = std::collections::HashMap::new();
+    for line in a.split(|&c| c == b'\n') {
+        *counts.entry(line).or_insert(0usize) += 1;
+    }
+    b.split(|&c| c == b'\n')
+        .filter(|line| match counts.get_mut(line) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                true
+            }
+            _ => false,
+        })
+        .count()
+}
+
+fn open_lock(path: &Path) -> io::Result<File> {
+    File::options()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(work.join(format!("{key}.lock")))?;
-    let lock = match lock.try_lock() {
-        Ok(()) => lock,
-        Err(TryLockError::WouldBlock) => {
-            on_wait();
-            tokio::task::spawn_blocking(move || lock.lock().map(|()| lock))
-                .await
-                .map_err(io::Error::other)??
+        .open(path)
+}
+
+/// Locks and returns the best-fitting free slot of build key `key` under `root` for the `editable` files
+/// (path, bytes) about to be graded. When every slot is busy, calls `on_wait` once and waits for the
+/// best-fitting one.
+pub async fn acquire(
+    root: &Path,
+    key: &str,
+    editable: &[(&str, &[u8])],
+    on_wait: impl FnOnce(),
+) -> io::Result<BuildDir> {
+    let work = root.join("work").join(key);
+    let targets = root.join("target").join(key);
+    fs::create_dir_all(&work)?;
+    fs::create_dir_all(&targets)?;
+    tag(root);
+
+    let mut order: Vec<usize> = (0..SLOTS).collect();
+    let fits: Vec<(u8, usize)> = order
+        .iter()
+        .map(|n| fit(&work.join(format!("slot-{n}")), editable))
+        .collect();
+    order.sort_by_key(|&n| std::cmp::Reverse(fits[n]));
+
+    let mut chosen = None;
+    for &n in &order {
+        let lock = open_lock(&work.join(format!("slot-{n}.lock")))?;
+        match lock.try_lock() {
+            Ok(()) => {
+                chosen = Some((n, lock));
+                break;
+            }
+            Err(TryLockError::WouldBlock) => continue,
+            Err(TryLockError::Error(e)) => return Err(e),
         }
-        Err(TryLockError::Error(e)) => return Err(e),
+    }
+    let (n, lock) = match chosen {
+        Some(found) => found,
+        None => {
+            on_wait();
+            let n = order[0];
+            let lock = open_lock(&work.join(format!("slot-{n}.lock")))?;
+            let lock = tokio::task::spawn_blocking(move || lock.lock().map(|()| lock))
+                .await
+                .map_err(io::Error::other)??;
+            (n, lock)
+        }
     };
-    let path = work.join(key);
+
+    let path = work.join(format!("slot-{n}"));
+    let target = targets.join(format!("slot-{n}"));
     fs::create_dir_all(&path)?;
+    if !target.join("debug").is_dir() {
+        seed(&work, &targets, n, &target);
+    }
+    fs::create_dir_all(&target)?;
     remove_stale(root, key);
     Ok(BuildDir {
         path,
@@ -110,32 +200,75 @@ pub async fn acquire(root: &Path, key: &str, on_wait: impl FnOnce()) -> io::Resu
     })
 }
 
-/// Removes the build directories (and their targets) of the same chapter made by other versions of the
-/// given files, i.e. by other pi-course versions, unless a grade is using them right now. Keeps the cache
-/// from growing by one build per upgrade. Best effort: whatever cannot be removed stays.
+/// Starts slot `n`'s empty target as a copy of another slot's built one (when that slot is free), so a
+/// new slot does not compile the dependencies again. Best effort: on any failure the partial copy is
+/// removed and the slot simply builds from scratch.
+fn seed(work: &Path, targets: &Path, n: usize, target: &Path) {
+    for m in (0..SLOTS).filter(|&m| m != n) {
+        let from = targets.join(format!("slot-{m}"));
+        if !from.join("debug").is_dir() {
+            continue;
+        }
+        let Ok(lock) = open_lock(&work.join(format!("slot-{m}.lock"))) else {
+            continue;
+        };
+        if lock.try_lock().is_err() {
+            continue;
+        }
+        let _ = fs::remove_dir_all(target);
+        if copy_tree(&from, target).is_ok() {
+            return;
+        }
+        let _ = fs::remove_dir_all(target);
+    }
+}
+
+/// Copies the tree `from` to `to`, keeping modification times: cargo judges freshness by them.
+fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.map_err(io::Error::other)?;
+        let rel = entry.path().strip_prefix(from).map_err(io::Error::other)?;
+        let dest = to.join(rel);
+        let kind = entry.file_type();
+        if kind.is_dir() {
+            fs::create_dir_all(&dest)?;
+        } else if kind.is_file() {
+            fs::copy(entry.path(), &dest)?;
+            let modified = entry.metadata().map_err(io::Error::other)?.modified()?;
+            File::options()
+                .write(true)
+                .open(&dest)?
+                .set_modified(modified)?;
+        } else if kind.is_symlink() {
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(fs::read_link(entry.path())?, &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the slots (and targets) of the same chapter made for other versions of its given files, i.e.
+/// by other pi-course versions, unless a grade is using one of them right now. Keeps the cache from
+/// growing by one build per upgrade. Best effort: whatever cannot be removed stays.
 fn remove_stale(root: &Path, key: &str) {
     let Some((chapter, _)) = key.split_once('-') else {
         return;
     };
-    let work = root.join("work");
-    let Ok(entries) = fs::read_dir(&work) else {
+    let Ok(entries) = fs::read_dir(root.join("work")) else {
         return;
     };
     for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(other) = name.strip_suffix(".lock") else {
-            continue;
-        };
+        let other = entry.file_name().to_string_lossy().into_owned();
         if other == key || other.split_once('-').map(|(c, _)| c) != Some(chapter) {
             continue;
         }
-        let Ok(lock) = File::options().write(true).open(entry.path()) else {
-            continue;
-        };
-        if lock.try_lock().is_ok() {
-            let _ = fs::remove_dir_all(work.join(other));
-            let _ = fs::remove_dir_all(root.join("target").join(other));
-            let _ = fs::remove_file(entry.path());
+        // Hold every slot lock of that key while removing it; give up if any is in use.
+        let locks: Vec<File> = (0..SLOTS)
+            .filter_map(|n| open_lock(&entry.path().join(format!("slot-{n}.lock"))).ok())
+            .collect();
+        if locks.len() == SLOTS && locks.iter().all(|l| l.try_lock().is_ok()) {
+            let _ = fs::remove_dir_all(root.join("target").join(&other));
+            let _ = fs::remove_dir_all(entry.path());
         }
     }
 }
@@ -166,66 +299,123 @@ mod tests {
         assert_eq!(key.len(), "07-".len() + 12);
     }
 
-    #[test]
-    fn a_second_acquire_waits_for_the_first() {
-        let rt = tokio::runtime::Builder::new_current_thread()
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
+            .unwrap()
+    }
+
+    const FILE: &str = "src/agent_loop.rs";
+
+    /// Acquires a slot for `text`, writes `text` into it as a grade would, and releases it.
+    async fn grade_in_slot(root: &Path, text: &str) -> PathBuf {
+        let slot = acquire(root, "07-x", &[(FILE, text.as_bytes())], || {})
+            .await
             .unwrap();
+        fs::create_dir_all(slot.path.join("src")).unwrap();
+        fs::write(slot.path.join(FILE), text).unwrap();
+        slot.path.clone()
+    }
+
+    #[test]
+    fn a_grade_takes_the_slot_that_fits_its_files() {
         let root = tempfile::tempdir().unwrap();
-        rt.block_on(async {
-            let first = acquire(root.path(), "07-x", || panic!("no wait expected"))
+        let work: String = (0..40).map(|i| format!("line {i}\n")).collect();
+        let skeleton = "todo\n".repeat(40);
+        runtime().block_on(async {
+            let first = grade_in_slot(root.path(), &work).await;
+            // A different line of work takes the unused slot instead of evicting the first.
+            let fresh = grade_in_slot(root.path(), &skeleton).await;
+            assert_ne!(first, fresh);
+            // A one-line edit goes back to where its previous version was built...
+            let edited = work.replacen("line 7", "line seven", 1);
+            assert_eq!(grade_in_slot(root.path(), &edited).await, first);
+            // ...and identical files to the slot that built them.
+            assert_eq!(grade_in_slot(root.path(), &skeleton).await, fresh);
+        });
+    }
+
+    #[test]
+    fn a_grade_waits_only_when_every_slot_is_busy() {
+        let root = tempfile::tempdir().unwrap();
+        runtime().block_on(async {
+            let mut held = Vec::new();
+            for _ in 0..SLOTS {
+                let slot = acquire(root.path(), "07-x", &[], || panic!("a slot was free"))
+                    .await
+                    .unwrap();
+                assert!(held.iter().all(|h: &BuildDir| h.path != slot.path));
+                held.push(slot);
+            }
+            // The next grade reports that it waits (the gate), and only then is a slot released.
+            let (waiting, waited) = tokio::sync::oneshot::channel();
+            let next = acquire(root.path(), "07-x", &[], move || waiting.send(()).unwrap());
+            let releaser = async {
+                waited.await.expect("the grade reported waiting");
+                held.clear();
+            };
+            let (next, ()) = tokio::join!(next, releaser);
+            assert!(next.is_ok());
+        });
+    }
+
+    #[test]
+    fn a_new_slot_starts_from_a_copy_of_a_built_target() {
+        let root = tempfile::tempdir().unwrap();
+        runtime().block_on(async {
+            let first = grade_in_slot(root.path(), "one line of work\n").await;
+            let built = root
+                .path()
+                .join("target/07-x/slot-0/debug/deps/libtokio.rlib");
+            assert!(first.ends_with("slot-0"));
+            fs::create_dir_all(built.parent().unwrap()).unwrap();
+            fs::write(&built, b"compiled").unwrap();
+            let then = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1 << 30);
+            File::options()
+                .write(true)
+                .open(&built)
+                .unwrap()
+                .set_modified(then)
+                .unwrap();
+
+            let other = acquire(root.path(), "07-x", &[(FILE, b"another\n")], || {})
                 .await
                 .unwrap();
-            assert!(first.path.is_dir());
-            // The second grade reports that it waits (the gate), and only then is the first released.
-            let (waiting, waited) = tokio::sync::oneshot::channel();
-            let second = acquire(root.path(), "07-x", move || waiting.send(()).unwrap());
-            let releaser = async {
-                waited.await.expect("the second acquire reported waiting");
-                drop(first);
-            };
-            let (second, ()) = tokio::join!(second, releaser);
-            assert!(second.is_ok());
+            assert!(other.path.ends_with("slot-1"));
+            let copy = other.target.join("debug/deps/libtokio.rlib");
+            assert_eq!(fs::read(&copy).unwrap(), b"compiled");
+            assert_eq!(
+                fs::metadata(&copy).unwrap().modified().unwrap(),
+                then,
+                "mtime kept"
+            );
         });
     }
 
     #[test]
     fn other_versions_of_a_chapter_are_removed_unless_in_use() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
         let root = tempfile::tempdir().unwrap();
         let work = root.path().join("work");
-        rt.block_on(async {
-            let old = acquire(root.path(), "07-old", || {}).await.unwrap();
-            let busy = acquire(root.path(), "07-busy", || {}).await.unwrap();
-            let other_chapter = acquire(root.path(), "08-old", || {}).await.unwrap();
+        runtime().block_on(async {
+            let old = acquire(root.path(), "07-old", &[], || {}).await.unwrap();
+            let busy = acquire(root.path(), "07-busy", &[], || {}).await.unwrap();
+            let other_chapter = acquire(root.path(), "08-old", &[], || {}).await.unwrap();
             drop(old);
             drop(other_chapter);
-            let new = acquire(root.path(), "07-new", || {}).await.unwrap();
+            let new = acquire(root.path(), "07-new", &[], || {}).await.unwrap();
             assert!(new.path.is_dir() && new.target.is_dir());
             assert!(
                 !work.join("07-old").exists(),
-                "an unused older build directory is removed"
+                "an unused older version is removed"
             );
             assert!(
                 !root.path().join("target/07-old").exists(),
-                "and its target"
+                "and its targets"
             );
-            assert!(
-                work.join("07-busy").is_dir(),
-                "a build directory in use stays"
-            );
-            assert!(
-                work.join("08-old").is_dir(),
-                "another chapter's build directory stays"
-            );
-            assert_ne!(
-                new.target, busy.target,
-                "each build directory has its own target"
-            );
+            assert!(work.join("07-busy").is_dir(), "a version in use stays");
+            assert!(work.join("08-old").is_dir(), "another chapter's stays");
+            assert_ne!(new.target, busy.target, "each slot has its own target");
         });
     }
 }

@@ -184,12 +184,17 @@ async fn build_and_run(
         error: e.to_string(),
     };
 
+    let editable = prepare::read_editable(chapter, &practice.dir)?;
     let key = cache::build_key(chapter);
-    let build_dir = cache::acquire(&opts.cache, &key, || progress(Stage::Waiting))
+    let files: Vec<(&str, &[u8])> = editable
+        .iter()
+        .map(|(path, bytes)| (path.as_str(), bytes.as_slice()))
+        .collect();
+    let build_dir = cache::acquire(&opts.cache, &key, &files, || progress(Stage::Waiting))
         .await
         .map_err(|e| io_problem(&opts.cache.display().to_string(), e))?;
     progress(Stage::Preparing);
-    prepare::prepare(chapter, &practice.dir, &build_dir.path)?;
+    prepare::prepare(chapter, &editable, &build_dir.path)?;
 
     progress(Stage::Building {
         last_crate: None,

@@ -22,9 +22,34 @@ fn sync_file(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Brings `build_dir` in line with the chapter's given files and the editable files of `practice_dir`.
+/// The learner's editable files, read once: (path inside the practice directory, bytes).
+pub fn read_editable(
+    chapter: &Chapter,
+    practice_dir: &Path,
+) -> Result<Vec<(String, Vec<u8>)>, Problem> {
+    chapter
+        .editable
+        .iter()
+        .map(|path| match fs::read(practice_dir.join(path)) {
+            Ok(bytes) => Ok((path.clone(), bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Problem::MissingEditable {
+                path: shown_path(practice_dir, path),
+            }),
+            Err(e) => Err(Problem::Io {
+                what: shown_path(practice_dir, path),
+                error: e.to_string(),
+            }),
+        })
+        .collect()
+}
+
+/// Brings `build_dir` in line with the chapter's given files and the learner's `editable` files.
 /// Returns how many files it wrote.
-pub fn prepare(chapter: &Chapter, practice_dir: &Path, build_dir: &Path) -> Result<usize, Problem> {
+pub fn prepare(
+    chapter: &Chapter,
+    editable: &[(String, Vec<u8>)],
+    build_dir: &Path,
+) -> Result<usize, Problem> {
     let io_problem = |path: &str, e: io::Error| Problem::Io {
         what: build_dir.join(path).display().to_string(),
         error: e.to_string(),
@@ -34,23 +59,9 @@ pub fn prepare(chapter: &Chapter, practice_dir: &Path, build_dir: &Path) -> Resu
         written += sync_file(&build_dir.join(file.path), file.bytes)
             .map_err(|e| io_problem(file.path, e))? as usize;
     }
-    for path in &chapter.editable {
-        let bytes = match fs::read(practice_dir.join(path)) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(Problem::MissingEditable {
-                    path: shown_path(practice_dir, path),
-                })
-            }
-            Err(e) => {
-                return Err(Problem::Io {
-                    what: shown_path(practice_dir, path),
-                    error: e.to_string(),
-                })
-            }
-        };
+    for (path, bytes) in editable {
         written +=
-            sync_file(&build_dir.join(path), &bytes).map_err(|e| io_problem(path, e))? as usize;
+            sync_file(&build_dir.join(path), bytes).map_err(|e| io_problem(path, e))? as usize;
     }
     Ok(written)
 }
@@ -85,20 +96,41 @@ mod tests {
             fs::create_dir_all(p.parent().unwrap()).unwrap();
             fs::write(p, f.bytes).unwrap();
         }
-        let n = prepare(chapter, practice.path(), build.path()).unwrap();
+        let n = prepare(
+            chapter,
+            &read_editable(chapter, practice.path()).unwrap(),
+            build.path(),
+        )
+        .unwrap();
         assert_eq!(n, chapter.given_files().len() + chapter.editable.len());
 
         let editable = build.path().join(&chapter.editable[0]);
         let before = fs::metadata(&editable).unwrap().modified().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
-        assert_eq!(prepare(chapter, practice.path(), build.path()).unwrap(), 0);
+        assert_eq!(
+            prepare(
+                chapter,
+                &read_editable(chapter, practice.path()).unwrap(),
+                build.path()
+            )
+            .unwrap(),
+            0
+        );
         assert_eq!(fs::metadata(&editable).unwrap().modified().unwrap(), before);
 
         // A tampered given file in the build directory is put back; the learner's edit is copied.
         let given = chapter.given_files()[0];
         fs::write(build.path().join(given.path), b"tampered").unwrap();
         fs::write(practice.path().join(&chapter.editable[0]), b"// edited").unwrap();
-        assert_eq!(prepare(chapter, practice.path(), build.path()).unwrap(), 2);
+        assert_eq!(
+            prepare(
+                chapter,
+                &read_editable(chapter, practice.path()).unwrap(),
+                build.path()
+            )
+            .unwrap(),
+            2
+        );
         assert_eq!(
             fs::read(build.path().join(given.path)).unwrap(),
             given.bytes
@@ -106,7 +138,7 @@ mod tests {
         assert_eq!(fs::read(&editable).unwrap(), b"// edited");
 
         fs::remove_file(practice.path().join(&chapter.editable[0])).unwrap();
-        let err = prepare(chapter, practice.path(), build.path()).unwrap_err();
+        let err = read_editable(chapter, practice.path()).unwrap_err();
         assert!(matches!(err, Problem::MissingEditable { .. }), "{err:?}");
     }
 
