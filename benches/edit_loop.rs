@@ -85,7 +85,7 @@ fn edit(dir: &Path, n: usize) {
         1,
         "the edit's anchor is in the reference"
     );
-    let added = if n % 2 == 0 {
+    let added = if n.is_multiple_of(2) {
         format!("    let _edit = {n};\n")
     } else {
         String::new()
