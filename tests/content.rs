@@ -10,7 +10,7 @@ use support::*;
 
 /// cargo in `dir` with its own target under the test scratch space (shared by runs of this test).
 fn cargo(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("cargo")
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .args(args)
         .current_dir(dir)
         .env(

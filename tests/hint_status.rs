@@ -356,7 +356,7 @@ fn status_lists_changed_given_files_which_grading_ignores() {
 
 /// What rust-analyzer needs to open a practice directory cleanly: a package of its own (even inside
 /// another workspace), a lock file that pins every dependency, build output kept out of version control,
-/// and a skeleton that checks without warnings.
+/// and (tests/content.rs) a skeleton that checks without warnings.
 #[test]
 fn a_practice_directory_opens_cleanly_in_an_editor() {
     let (_guard, dir) = practice();
@@ -375,34 +375,6 @@ fn a_practice_directory_opens_cleanly_in_an_editor() {
         ".gitignore ignores target:\n{ignore}"
     );
 
-    // `cargo check`, as an editor runs it, with its own target directory (check artifacts are not the
-    // grader's) kept between runs.
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(cargo)
-        .args([
-            "check",
-            "--all-targets",
-            "--locked",
-            "--message-format=short",
-        ])
-        .current_dir(&dir)
-        .env(
-            "CARGO_TARGET_DIR",
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("editor-check-target"),
-        )
-        .env("CARGO_TERM_COLOR", "never")
-        .env_remove("RUSTFLAGS")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "cargo check failed:\n{stderr}");
-    assert!(
-        !stderr.contains("warning"),
-        "warnings on the skeleton:\n{stderr}"
-    );
-    let pinned = fs::read(repo().join("chapters/07-agent-loop/files/Cargo.lock")).unwrap();
-    assert!(
-        fs::read(dir.join("Cargo.lock")).unwrap() == pinned,
-        "cargo check changed the pinned Cargo.lock"
-    );
+    // That the skeleton checks without warnings (clippy included, with the lock file as pinned) is
+    // proved once, in tests/content.rs.
 }
