@@ -156,27 +156,10 @@ impl Progress {
     pub fn update(&self, stage: Stage) {
         self.trace.stage(&stage);
         let lang = self.lang;
-        let text = match stage {
-            Stage::Waiting => {
-                if self.state.is_none() && !self.said_waiting.replace(true) {
-                    eprintln!("{}", lang.t("progress-waiting", &[]));
-                }
-                lang.t("progress-waiting", &[])
-            }
-            Stage::Preparing => lang.t("progress-preparing", &[]),
-            Stage::Building {
-                last_crate: None, ..
-            } => lang.t("progress-building", &[]),
-            Stage::Building {
-                last_crate: Some(name),
-                ..
-            } => lang.t("progress-building-crate", &[("crate", &name)]),
-            Stage::Listing => lang.t("progress-running", &[("done", &0), ("total", &"…")]),
-            Stage::Running { done, total } => {
-                lang.t("progress-running", &[("done", &done), ("total", &total)])
-            }
-            Stage::Done => String::new(),
-        };
+        if stage == Stage::Waiting && self.state.is_none() && !self.said_waiting.replace(true) {
+            eprintln!("{}", lang.t("progress-waiting", &[]));
+        }
+        let text = stage_text(&stage, lang);
         if let Some(state) = &self.state {
             state.lock().unwrap_or_else(|e| e.into_inner()).text = text;
         }
@@ -201,6 +184,26 @@ impl Progress {
             task.abort();
             let _ = task.await;
         }
+    }
+}
+
+/// What a grade is doing, in words (the spinner's and watch's status line).
+pub fn stage_text(stage: &Stage, lang: Lang) -> String {
+    match stage {
+        Stage::Waiting => lang.t("progress-waiting", &[]),
+        Stage::Preparing => lang.t("progress-preparing", &[]),
+        Stage::Building {
+            last_crate: None, ..
+        } => lang.t("progress-building", &[]),
+        Stage::Building {
+            last_crate: Some(name),
+            ..
+        } => lang.t("progress-building-crate", &[("crate", name)]),
+        Stage::Listing => lang.t("progress-running", &[("done", &0), ("total", &"…")]),
+        Stage::Running { done, total } => {
+            lang.t("progress-running", &[("done", done), ("total", total)])
+        }
+        Stage::Done => String::new(),
     }
 }
 

@@ -25,7 +25,7 @@ use crate::grade::build::strip_ansi;
 use crate::grade::outcome::{GroupResult, GroupStatus, Problem, TestStatus};
 use crate::grade::{GradeResult, Stage, Status};
 use crate::i18n::Lang;
-use crate::report::{display_width, pad, Paint};
+use crate::report::{display_width, pad, stage_text, Paint};
 
 use super::changes::Mode;
 
@@ -230,26 +230,6 @@ pub fn status_line(view: &View<'_>, stage: Option<&Stage>, frame: usize, width: 
         String::new()
     };
     truncate(&line, width)
-}
-
-/// What a grade is doing, in words.
-pub fn stage_text(stage: &Stage, lang: Lang) -> String {
-    match stage {
-        Stage::Waiting => lang.t("progress-waiting", &[]),
-        Stage::Preparing => lang.t("progress-preparing", &[]),
-        Stage::Building {
-            last_crate: None, ..
-        } => lang.t("progress-building", &[]),
-        Stage::Building {
-            last_crate: Some(name),
-            ..
-        } => lang.t("progress-building-crate", &[("crate", name)]),
-        Stage::Listing => lang.t("progress-running", &[("done", &0), ("total", &"…")]),
-        Stage::Running { done, total } => {
-            lang.t("progress-running", &[("done", done), ("total", total)])
-        }
-        Stage::Done => String::new(),
-    }
 }
 
 /// One row per Lab, in chapter order: `> 7.2  单工具往返   0/2  ✗`, the current Lab marked.
