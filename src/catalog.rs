@@ -44,6 +44,15 @@ impl Group {
         self.slug.replace('-', "_")
     }
 
+    /// The group's name in `lang`, marked when the group is optional: `重复 call id（可选）`.
+    pub fn title(&self, lang: Lang) -> String {
+        let mut title = self.name.get(lang).to_string();
+        if self.optional {
+            title.push_str(&lang.t("list-optional", &[]));
+        }
+        title
+    }
+
     /// Does `query` name this group? Slug (either spelling), either language's name, or the Lab number.
     pub fn is_named(&self, query: &str) -> bool {
         let q = query.trim();
@@ -126,6 +135,16 @@ impl Chapter {
             .iter()
             .filter_map(|path| skeleton.iter().find(|f| f.path == path).copied())
             .collect()
+    }
+
+    /// One line per group, `  7.1   plain-stop           纯文本 stop`: how errors and `list` name the
+    /// groups a learner can choose from.
+    pub fn group_lines(&self, lang: Lang) -> String {
+        self.groups
+            .iter()
+            .map(|g| format!("  {:<5} {:<20} {}", g.lab, g.slug, g.title(lang)))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// Finds a group by slug, name or Lab number.

@@ -93,18 +93,9 @@ fn render(
     lang: Lang,
     paint: Paint,
 ) -> String {
-    let optional = if group.optional {
-        lang.t("list-optional", &[])
-    } else {
-        String::new()
-    };
     let heading = lang.t(
         "hint-heading",
-        &[
-            ("lab", &group.lab),
-            ("name", &group.name.get(lang)),
-            ("optional", &optional),
-        ],
+        &[("lab", &group.lab), ("name", &group.title(lang))],
     );
     let last = match verdict {
         None => String::new(),
@@ -153,27 +144,10 @@ fn render(
 }
 
 fn unknown_lab(chapter: &Chapter, lang: Lang, query: &str) -> UserError {
-    let labs: Vec<String> = chapter
-        .groups
-        .iter()
-        .map(|g| {
-            let optional = if g.optional {
-                lang.t("list-optional", &[])
-            } else {
-                String::new()
-            };
-            format!(
-                "  {:<5} {:<20} {}{optional}",
-                g.lab,
-                g.slug,
-                g.name.get(lang)
-            )
-        })
-        .collect();
     UserError::new(lang.t("hint-unknown-lab", &[("lab", &query)])).with_fix(format!(
         "{}\n{}",
         lang.t("hint-valid-labs", &[]),
-        labs.join("\n")
+        chapter.group_lines(lang)
     ))
 }
 

@@ -9,20 +9,7 @@ use crate::i18n::Lang;
 pub fn run(catalog: &Catalog, lang: Lang) -> Result<ExitCode> {
     for chapter in &catalog.chapters {
         println!("{}  {}", chapter.id, chapter.title.get(lang));
-        for g in &chapter.groups {
-            let optional = if g.optional {
-                lang.t("list-optional", &[])
-            } else {
-                String::new()
-            };
-            println!(
-                "  Lab {:<4} {:<18} {}{}",
-                g.lab,
-                g.slug,
-                g.name.get(lang),
-                optional
-            );
-        }
+        println!("{}", chapter.group_lines(lang));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -47,13 +47,7 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
         None => line(&lang.t("status-never-graded", &[])),
         Some(last) => {
             line(&lang.t("status-last-grade", &[]));
-            let name_of = |g: &crate::catalog::Group| {
-                let mut name = g.name.get(lang).to_string();
-                if g.optional {
-                    name.push_str(&lang.t("list-optional", &[]));
-                }
-                name
-            };
+            let name_of = |g: &crate::catalog::Group| g.title(lang);
             let name_width = ch
                 .groups
                 .iter()

@@ -91,17 +91,12 @@ pub fn select_groups(chapter: &Chapter, queries: &[String], lang: Lang) -> Resul
         match chapter.group(q) {
             Some(g) => chosen.push(g.slug.clone()),
             None => {
-                let valid: Vec<String> = chapter
-                    .groups
-                    .iter()
-                    .map(|g| format!("  {:<5} {:<20} {}", g.lab, g.slug, g.name.get(lang)))
-                    .collect();
                 return Err(
                     UserError::new(lang.t("grade-unknown-group", &[("group", q)])).with_fix(
                         format!(
                             "{}\n{}",
                             lang.t("grade-valid-groups", &[]),
-                            valid.join("\n")
+                            chapter.group_lines(lang)
                         ),
                     ),
                 );

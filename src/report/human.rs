@@ -53,13 +53,7 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool) -> String {
         return out;
     }
 
-    let name_of = |g: &GroupResult| {
-        let mut name = g.group.name.get(lang).to_string();
-        if g.group.optional {
-            name.push_str(&lang.t("list-optional", &[]));
-        }
-        name
-    };
+    let name_of = |g: &GroupResult| g.group.title(lang);
     let name_width = result
         .groups
         .iter()

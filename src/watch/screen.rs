@@ -237,13 +237,7 @@ fn rows(view: &View<'_>) -> Vec<String> {
     let lang = view.lang;
     let paint = Paint(view.color);
     let groups = &view.chapter.groups;
-    let name_of = |g: &Group| {
-        let mut name = g.name.get(lang).to_string();
-        if g.optional {
-            name.push_str(&lang.t("list-optional", &[]));
-        }
-        name
-    };
+    let name_of = |g: &Group| g.title(lang);
     let name_width = groups
         .iter()
         .map(|g| display_width(&name_of(g)))
