@@ -313,7 +313,14 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeArgs) -> Result<ExitCode> {
         }
     }
     match args.format {
-        Format::Human => report::human::print(&result, lang, &style),
+        Format::Human => {
+            let detail = if args.groups.is_empty() {
+                report::human::Detail::Focus
+            } else {
+                report::human::Detail::All
+            };
+            report::human::print(&result, lang, &style, detail)
+        }
         Format::Json => report::emit(&format!("{}\n", report::json::render(&result, lang))),
     }
     Ok(ExitCode::from(result.exit_code()))

@@ -22,12 +22,24 @@ const MESSAGE_LINES: usize = 4;
 const REPEAT_COLUMNS: usize = 72;
 /// Characters of one message line shown.
 const LINE_CHARS: usize = 200;
+/// Failing tests listed under the group in focus.
+const FOCUS_TESTS: usize = 3;
 
-pub fn print(result: &GradeResult, lang: Lang, style: &Style) {
-    super::emit(&render(result, lang, style.color));
+/// How much of the failures to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Every failing test of every group: the learner chose the groups (`--group`).
+    All,
+    /// The failing tests of the first group that does not pass, the Lab to work on now; the other groups
+    /// show their counts only. A skeleton fails thirty-odd tests, and one Lab at a time is what helps.
+    Focus,
 }
 
-pub fn render(result: &GradeResult, lang: Lang, color: bool) -> String {
+pub fn print(result: &GradeResult, lang: Lang, style: &Style, detail: Detail) {
+    super::emit(&render(result, lang, style.color, detail));
+}
+
+pub fn render(result: &GradeResult, lang: Lang, color: bool, detail: Detail) -> String {
     let paint = Paint(color);
     let mut out = String::new();
     for w in &result.warnings {
@@ -67,6 +79,13 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool) -> String {
         .max()
         .unwrap_or(0);
     let mut any_failure = false;
+    // The Lab to work on now: the first required group that does not pass, else the first that does not.
+    let focus = result
+        .groups
+        .iter()
+        .filter(|g| g.status() != GroupStatus::Pass)
+        .min_by_key(|g| !g.decides)
+        .map(|g| g.group.slug.clone());
     // A message already shown is cut to its first line (a `todo!()` fails many tests the same way).
     let mut shown = std::collections::HashSet::new();
     for g in &result.groups {
@@ -106,7 +125,13 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool) -> String {
             .filter(|t| t.status() != TestStatus::Pass)
             .collect();
         any_failure |= !failing.is_empty();
-        for t in failing {
+        let in_focus = focus.as_deref() == Some(g.group.slug.as_str());
+        let listed = match detail {
+            Detail::All => failing.len(),
+            Detail::Focus if in_focus => failing.len().min(FOCUS_TESTS),
+            Detail::Focus => 0,
+        };
+        for t in &failing[..listed] {
             let mark = if t.status() == TestStatus::Timeout {
                 paint.yellow("⏱")
             } else {
@@ -126,6 +151,13 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool) -> String {
             }
             shown.insert(message);
         }
+        if in_focus && listed < failing.len() {
+            let more = lang.t(
+                "grade-more-failures",
+                &[("n", &(failing.len() - listed)), ("lab", &g.group.lab)],
+            );
+            writeln!(out, "    {}", paint.dim(&more)).unwrap();
+        }
     }
     out.push('\n');
     let elapsed = format!("{:.1}", result.elapsed.as_secs_f64());
@@ -144,6 +176,15 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool) -> String {
             &[("lab", &g.group.lab), ("status", &status)],
         );
         writeln!(out, "  {}", paint.dim(&line)).unwrap();
+    }
+    if let (Detail::Focus, Some(slug)) = (detail, &focus) {
+        if let Some(g) = result.groups.iter().find(|g| &g.group.slug == slug) {
+            let next = lang.t(
+                "grade-next-lab",
+                &[("lab", &g.group.lab), ("name", &g.group.name.get(lang))],
+            );
+            writeln!(out, "  {}", paint.bold(&next)).unwrap();
+        }
     }
     if any_failure {
         let hint = lang.t("grade-run-one", &[("target", &result.test_target)]);
