@@ -71,7 +71,7 @@ fn skeleton_and_reference_are_warning_free_and_the_given_crate_passes_its_tests(
 /// reference declares exactly what the skeleton promises.
 #[test]
 fn skeleton_and_reference_share_the_public_surface() {
-    let chapter = repo().join("chapters/07-agent-loop");
+    let chapter = chapter_dir();
     let read = |p: &str| std::fs::read_to_string(chapter.join(p)).unwrap();
     let (skeleton, reference) = (
         read("skeleton/src/agent_loop.rs"),

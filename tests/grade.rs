@@ -18,14 +18,6 @@ fn groups(json: &Value) -> &Vec<Value> {
     json["groups"].as_array().unwrap()
 }
 
-fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 #[test]
 fn the_skeleton_fails_every_group() {
     let (tmp, dir) = practice();
@@ -369,7 +361,7 @@ fn bad_input_exits_2_and_writes_nothing() {
     assert_eq!(fs::read_dir(&empty).unwrap().count(), 0);
 
     let (_tmp, dir) = practice();
-    let before = snapshot(&dir);
+    let before = files(&dir);
     for (args, wanted) in [
         (vec!["-g", "7.9"], "7.9"),
         (
@@ -390,21 +382,10 @@ fn bad_input_exits_2_and_writes_nothing() {
         assert!(stderr(&out).contains(valid), "{}", describe(&out));
     }
     assert_eq!(
-        snapshot(&dir),
+        files(&dir),
         before,
         "a refused grade changed the practice directory"
     );
-}
-
-fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<(String, Vec<u8>)> = walkdir::WalkDir::new(dir)
-        .into_iter()
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_type().is_file())
-        .map(|e| (e.path().display().to_string(), fs::read(e.path()).unwrap()))
-        .collect();
-    files.sort();
-    files
 }
 
 #[test]

@@ -1,39 +1,13 @@
 //! `pi-course hint` and `pi-course status` through the real binary, in both languages, before and after a
 //! grade; and what an editor needs from a practice directory.
 
+mod support;
+
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The build cache the grading tests share, so dependencies compile once.
-fn cache() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pi-course-cache")
-}
-
-/// `pi-course ARGS` in `cwd`: Chinese unless asked otherwise, no colors (not a terminal).
-fn run(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pi-course"))
-        .args(args)
-        .current_dir(cwd)
-        .env("PI_COURSE_CACHE", cache())
-        .env_remove("PI_COURSE_LANG")
-        .output()
-        .expect("run pi-course")
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "status: {}\n--- stdout\n{}--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use support::{chapter_manifest, describe, pi_course, practice, run};
 
 /// The stdout of a run that must succeed.
 fn ok(cwd: &Path, args: &[&str]) -> String {
@@ -51,17 +25,6 @@ fn bad_input(cwd: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stderr).unwrap()
 }
 
-/// A fresh practice directory `p` made by `pi-course practice`, in a temporary directory kept by the guard.
-fn practice() -> (tempfile::TempDir, PathBuf) {
-    let parent = tempfile::Builder::new()
-        .prefix("hint-status-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    ok(parent.path(), &["practice", "07", "p"]);
-    let dir = parent.path().join("p");
-    (parent, dir)
-}
-
 struct Lab {
     lab: String,
     slug: String,
@@ -73,8 +36,7 @@ struct Lab {
 
 /// The chapter's title and Labs, from the manifest.
 fn chapter() -> (String, String, Vec<Lab>) {
-    let text = fs::read_to_string(repo().join("chapters/07-agent-loop/chapter.toml")).unwrap();
-    let m: toml::Table = toml::from_str(&text).unwrap();
+    let m = chapter_manifest();
     let s = |v: &toml::Value| v.as_str().unwrap().trim().to_string();
     let labs = m["group"]
         .as_array()
@@ -133,7 +95,7 @@ fn without_a_grade_hint_shows_the_first_lab_and_says_to_grade() {
     assert!(!en.contains(&first.hint_zh), "{en}");
 
     // PI_COURSE_LANG works as --lang does.
-    let out = Command::new(env!("CARGO_BIN_EXE_pi-course"))
+    let out = pi_course(dir.parent().unwrap())
         .args(["hint", d])
         .env("PI_COURSE_LANG", "en")
         .output()

@@ -27,7 +27,7 @@ struct Edit {
 }
 
 fn mutants() -> Vec<Mutant> {
-    let text = std::fs::read_to_string(repo().join("chapters/07-agent-loop/mutants.toml")).unwrap();
+    let text = std::fs::read_to_string(chapter_dir().join("mutants.toml")).unwrap();
     toml::from_str::<Mutants>(&text)
         .expect("mutants.toml parses")
         .mutant

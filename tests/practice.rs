@@ -1,17 +1,19 @@
 //! `pi-course practice`, driven through the real binary. What a practice directory must hold is read from
 //! the repository (the chapter manifest and its files), so these tests follow the content as it changes.
 
-mod common;
+mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-use common::{describe, names, pi_course, practice, repo, run, stderr, stdout, tree};
 use sha2::{Digest, Sha256};
+use support::{
+    chapter_dir, chapter_manifest, describe, names, pi_course, practice_at, repo, run, stderr,
+    stdout, tree,
+};
 
-const CHAPTER_DIR: &str = "chapters/07-agent-loop";
 const METADATA: &str = ".pi-course/practice.toml";
 
 /// The parts of `chapter.toml` these tests rely on.
@@ -26,8 +28,7 @@ struct Manifest {
 }
 
 fn manifest() -> Manifest {
-    let text = fs::read_to_string(repo().join(CHAPTER_DIR).join("chapter.toml")).unwrap();
-    let m: toml::Table = toml::from_str(&text).unwrap();
+    let m = chapter_manifest();
     let text_of = |key: &str, lang: &str| m[key][lang].as_str().unwrap().to_string();
     Manifest {
         default_dir: m["default_dir"].as_str().unwrap().to_string(),
@@ -74,7 +75,7 @@ fn expected_given() -> BTreeMap<String, Vec<u8>> {
         Some(s) => repo_files(&repo().join("snapshots").join(s)),
         None => BTreeMap::new(),
     };
-    files.extend(repo_files(&repo().join(CHAPTER_DIR).join("files")));
+    files.extend(repo_files(&chapter_dir().join("files")));
     for editable in &m.editable {
         files.remove(editable);
     }
@@ -83,7 +84,7 @@ fn expected_given() -> BTreeMap<String, Vec<u8>> {
 
 /// The editable files as the learner receives them.
 fn expected_skeleton() -> BTreeMap<String, Vec<u8>> {
-    let skeleton = repo_files(&repo().join(CHAPTER_DIR).join("skeleton"));
+    let skeleton = repo_files(&chapter_dir().join("skeleton"));
     manifest()
         .editable
         .iter()
@@ -204,7 +205,7 @@ fn explicit_dir_and_every_spelling_of_the_chapter() {
 #[test]
 fn metadata_fingerprints_every_given_file_as_written() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = practice(tmp.path(), "p");
+    let dir = practice_at(tmp.path(), "p");
     let text = fs::read_to_string(dir.join(METADATA)).unwrap();
     let metadata: toml::Table = toml::from_str(&text).unwrap();
     assert_eq!(metadata["chapter"].as_str(), Some("07"));
@@ -240,13 +241,13 @@ fn metadata_fingerprints_every_given_file_as_written() {
 #[test]
 fn the_reference_solution_is_never_written() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = practice(tmp.path(), "p");
+    let dir = practice_at(tmp.path(), "p");
     let written = written_files(&dir);
     for (path, skeleton) in expected_skeleton() {
         assert!(written[&path] == skeleton, "{path} is the skeleton");
     }
     let skeletons: Vec<Vec<u8>> = expected_skeleton().into_values().collect();
-    for (path, solution) in repo_files(&repo().join(CHAPTER_DIR).join("solution")) {
+    for (path, solution) in repo_files(&chapter_dir().join("solution")) {
         if solution.is_empty() || skeletons.contains(&solution) {
             continue;
         }
@@ -266,7 +267,7 @@ fn the_reference_solution_is_never_written() {
 #[test]
 fn the_directory_is_a_standalone_cargo_package() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = practice(tmp.path(), "p");
+    let dir = practice_at(tmp.path(), "p");
     let cargo: toml::Table =
         toml::from_str(&fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
     assert!(
@@ -284,7 +285,7 @@ fn the_directory_is_a_standalone_cargo_package() {
 fn permissions_are_those_of_mkdir() {
     use std::os::unix::fs::PermissionsExt;
     let tmp = tempfile::tempdir().unwrap();
-    let dir = practice(tmp.path(), "p");
+    let dir = practice_at(tmp.path(), "p");
     let reference = tmp.path().join("reference");
     fs::create_dir(&reference).unwrap();
     let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
@@ -407,7 +408,7 @@ fn a_parent_that_is_a_file_is_refused() {
 #[test]
 fn a_read_only_place_is_refused() {
     use std::os::unix::fs::PermissionsExt;
-    if common::is_root() {
+    if support::is_root() {
         eprintln!("note: skipped: running as root, where permission bits do not stop writes");
         return;
     }

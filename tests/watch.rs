@@ -6,14 +6,21 @@
 
 #![cfg(unix)]
 
+mod support;
+
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::Path;
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use support::{
+    assert_none_left, chapter_manifest, pi_course, practice, processes, solution,
+    solution_starting_with, Proc,
+};
 
 /// The first grade may have to compile every dependency into the shared cache.
 const FIRST_GRADE: Duration = Duration::from_secs(300);
@@ -25,24 +32,9 @@ const QUIT: Duration = Duration::from_secs(20);
 const COLS: u16 = 110;
 const ROWS: u16 = 45;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The build cache the grading tests share, so dependencies compile once.
-fn cache() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pi-course-cache")
-}
-
-fn solution() -> String {
-    fs::read_to_string(repo().join("chapters/07-agent-loop/solution/src/agent_loop.rs"))
-        .expect("the reference loop")
-}
-
 /// The hint of Lab `lab` in `lang`, from the chapter manifest.
 fn hint(lab: &str, lang: &str) -> String {
-    let text = fs::read_to_string(repo().join("chapters/07-agent-loop/chapter.toml")).unwrap();
-    let manifest: toml::Table = toml::from_str(&text).unwrap();
+    let manifest = chapter_manifest();
     let group = manifest["group"]
         .as_array()
         .unwrap()
@@ -50,23 +42,6 @@ fn hint(lab: &str, lang: &str) -> String {
         .find(|g| g["lab"].as_str() == Some(lab))
         .unwrap();
     group["hint"][lang].as_str().unwrap().trim().to_string()
-}
-
-/// A fresh practice directory made by `pi-course practice`, in a temporary directory kept by the guard.
-fn practice() -> (tempfile::TempDir, PathBuf) {
-    let parent = tempfile::Builder::new()
-        .prefix("watch-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_pi-course"))
-        .args(["practice", "07", "p"])
-        .current_dir(parent.path())
-        .env_remove("PI_COURSE_LANG")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "practice failed: {out:?}");
-    let dir = parent.path().join("p");
-    (parent, dir)
 }
 
 /// Removes escape sequences: CSI (`ESC [ ... letter`) and two-byte ones (`ESC 7`, `ESC 8`).
@@ -103,14 +78,11 @@ struct Watch {
 impl Watch {
     fn start(dir: &Path, args: &[&str]) -> Watch {
         let (master, slave) = open_pty();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_pi-course"));
+        let mut cmd = pi_course(dir);
         cmd.arg("watch")
             .arg(dir)
             .args(args)
-            .env("PI_COURSE_CACHE", cache())
             .env("TERM", "xterm-256color")
-            .env_remove("PI_COURSE_LANG")
-            .env_remove("NO_COLOR")
             .stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
             .stderr(Stdio::from(slave));
@@ -208,39 +180,18 @@ impl Watch {
     }
 
     /// Live processes of the watch's session (it started every one of them).
-    fn session_processes(&self) -> Vec<String> {
-        let out = Command::new("ps")
-            .args(["-A", "-o", "pid=,stat=,args="])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| {
-                let mut f = l.split_whitespace();
-                let pid = f.next().and_then(|s| s.parse::<i32>().ok());
-                let live = f.next().is_some_and(|stat| !stat.starts_with('Z'));
-                // SAFETY: getsid only reads; a process that is gone yields -1.
-                live && pid.is_some_and(|pid| unsafe { libc::getsid(pid) } == self.session)
-            })
-            .map(str::to_string)
+    fn session_processes(&self) -> Vec<Proc> {
+        processes()
+            .into_iter()
+            // SAFETY: getsid only reads; a process that is gone yields -1.
+            .filter(|p| !p.zombie && unsafe { libc::getsid(p.pid) } == self.session)
             .collect()
     }
 
     /// After the watch exited: no process of its session is left (allowing the kernel a moment), and the
     /// terminal is back in line mode with echo.
     fn assert_clean_exit(&self) {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let left = self.session_processes();
-            if left.is_empty() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "processes left behind: {left:#?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        assert_none_left(Duration::from_secs(5), || self.session_processes());
         // On a pty master, tcgetattr reads the terminal's (the slave side's) settings.
         let mut t: libc::termios = unsafe { std::mem::zeroed() };
         assert_eq!(
@@ -311,20 +262,13 @@ fn lab_shows(screen: &str, lab: &str, mark: char) -> bool {
 /// The reference loop with every run blocking its thread first: its grade hangs in "running tests" until
 /// the per-test timeout, or until it is killed.
 fn hanging() -> String {
-    let signature = "pub async fn run_agent_loop(options: AgentLoopOptions) -> AgentRunResult {\n";
-    let hanging = solution().replacen(
-        signature,
-        &format!("{signature}    std::thread::sleep(std::time::Duration::from_secs(600));\n"),
-        1,
-    );
-    assert_ne!(hanging, solution(), "the reference declares run_agent_loop");
-    hanging
+    solution_starting_with("std::thread::sleep(std::time::Duration::from_secs(600));")
 }
 
-const REQUIRED: [&str; 5] = ["7.1", "7.2", "7.3", "7.4", "7.5"];
+const REQUIRED_LABS: [&str; 5] = ["7.1", "7.2", "7.3", "7.4", "7.5"];
 
 fn all_required_pass(screen: &str) -> bool {
-    REQUIRED.iter().all(|lab| lab_shows(screen, lab, '✓'))
+    REQUIRED_LABS.iter().all(|lab| lab_shows(screen, lab, '✓'))
 }
 
 /// The skeleton graded: 7.1 fails, and the next step points at it.
@@ -340,7 +284,7 @@ fn a_save_regrades_h_shows_the_hint_and_q_quits() {
     let mut w = Watch::start(&dir, &[]);
     let screen = first_verdict(&mut w);
     assert!(screen.contains("pi-course watch"), "{screen}");
-    for lab in REQUIRED {
+    for lab in REQUIRED_LABS {
         assert!(lab_shows(&screen, lab, '✗'), "{lab} in\n{screen}");
     }
     // The first failing test's message: the skeleton's todo!() names its Lab.
@@ -453,10 +397,8 @@ fn ctrl_c_during_a_grade_kills_it_and_restores_the_terminal() {
 fn bad_input_is_refused_before_the_screen_is_taken() {
     let empty = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_pi-course"))
+        pi_course(empty.path())
             .args(args)
-            .env("PI_COURSE_CACHE", cache())
-            .env_remove("PI_COURSE_LANG")
             .stdin(Stdio::null())
             .output()
             .unwrap()

@@ -1,8 +1,9 @@
-//! Helpers for the grading tests: practice directories, grades with a shared build cache, and a watch on
-//! the process groups a grade starts.
+//! What the integration tests share: the real binary run with a shared build cache, practice
+//! directories, the chapter's reference and manifest, grades and their JSON reports, directory trees, and
+//! the processes a command starts.
 #![allow(dead_code)] // each test crate uses its own subset
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
@@ -10,21 +11,94 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_pi-course");
-
-/// The one build cache every grading test shares: dependencies compile once per machine.
-pub fn cache() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pi-course-cache")
-}
-
+/// The repository root (where `chapters/` and `snapshots/` live).
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The chapter every test works on.
+pub fn chapter_dir() -> PathBuf {
+    repo().join("chapters/07-agent-loop")
+}
+
+/// The chapter's `chapter.toml`, parsed.
+pub fn chapter_manifest() -> toml::Table {
+    let text =
+        fs::read_to_string(chapter_dir().join("chapter.toml")).expect("the chapter manifest");
+    toml::from_str(&text).expect("chapter.toml parses")
+}
+
+/// The one build cache every test shares: dependencies compile once per machine.
+pub fn cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("pi-course-cache")
+}
+
+/// The real `pi-course` binary, run in `cwd` with the shared cache. `PI_COURSE_LANG` and `NO_COLOR` are
+/// removed, so the output is Chinese and colors follow the terminal unless the test asks otherwise.
+pub fn pi_course(cwd: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pi-course"));
+    command
+        .current_dir(cwd)
+        .env("PI_COURSE_CACHE", cache())
+        .env_remove("PI_COURSE_LANG")
+        .env_remove("NO_COLOR");
+    command
+}
+
+/// Runs `pi-course ARGS` in `cwd` to completion.
+pub fn run(cwd: &Path, args: &[&str]) -> Output {
+    pi_course(cwd).args(args).output().expect("run pi-course")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Both streams, for assertion messages.
+pub fn describe(output: &Output) -> String {
+    format!(
+        "status: {}\n--- stdout\n{}--- stderr\n{}",
+        output.status,
+        stdout(output),
+        stderr(output)
+    )
+}
+
+/// Makes a practice directory for chapter 07 at `parent/name` with `pi-course practice`, which must
+/// succeed without a word on stderr, and returns its path.
+pub fn practice_at(parent: &Path, name: &str) -> PathBuf {
+    let output = run(parent, &["practice", "07", name]);
+    assert!(
+        output.status.success(),
+        "practice failed\n{}",
+        describe(&output)
+    );
+    assert!(
+        output.stderr.is_empty(),
+        "practice wrote to stderr\n{}",
+        describe(&output)
+    );
+    parent.join(name)
+}
+
+/// A fresh practice directory `p` for chapter 07, inside a temporary directory (named after the test
+/// crate) that lives as long as the returned guard.
+pub fn practice() -> (tempfile::TempDir, PathBuf) {
+    let parent = tempfile::Builder::new()
+        .prefix(concat!(env!("CARGO_CRATE_NAME"), "-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let dir = practice_at(parent.path(), "p");
+    (parent, dir)
+}
+
 /// The reference loop, read from the repository.
 pub fn solution() -> String {
-    fs::read_to_string(repo().join("chapters/07-agent-loop/solution/src/agent_loop.rs"))
-        .expect("the reference")
+    fs::read_to_string(chapter_dir().join("solution/src/agent_loop.rs")).expect("the reference")
 }
 
 /// The reference with `statement` run first thing in `run_agent_loop`.
@@ -37,41 +111,6 @@ pub fn solution_starting_with(statement: &str) -> String {
         "the reference declares run_agent_loop once"
     );
     s.replacen(signature, &format!("{signature}    {statement}\n"), 1)
-}
-
-/// `pi-course` with the shared cache, Chinese output, no colors.
-pub fn pi_course(cwd: &Path) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(cwd)
-        .env("PI_COURSE_CACHE", cache())
-        .env_remove("PI_COURSE_LANG")
-        .env_remove("NO_COLOR");
-    cmd
-}
-
-pub fn describe(out: &Output) -> String {
-    format!(
-        "status: {}\n--- stdout\n{}--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-/// A fresh practice directory for chapter 07 made by `pi-course practice`, inside a temporary directory
-/// that lives as long as the returned guard.
-pub fn practice() -> (tempfile::TempDir, PathBuf) {
-    let parent = tempfile::Builder::new()
-        .prefix("grade-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
-    let out = pi_course(parent.path())
-        .args(["practice", "07", "p"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "practice failed\n{}", describe(&out));
-    let dir = parent.path().join("p");
-    (parent, dir)
 }
 
 /// Writes the learner's loop.
@@ -262,9 +301,16 @@ pub fn watch_children(
 
 /// Asserts that no process of any of `groups` is alive, allowing a moment for the kernel to finish.
 pub fn assert_groups_gone(groups: &BTreeSet<i32>) {
-    let deadline = Instant::now() + Duration::from_secs(3);
+    assert_none_left(Duration::from_secs(3), || {
+        groups.iter().flat_map(|&g| live_in_group(g)).collect()
+    });
+}
+
+/// Asserts that `left` comes back empty within `limit`, asking again every 50 ms.
+pub fn assert_none_left(limit: Duration, left: impl Fn() -> Vec<Proc>) {
+    let deadline = Instant::now() + limit;
     loop {
-        let alive: Vec<Proc> = groups.iter().flat_map(|&g| live_in_group(g)).collect();
+        let alive = left();
         if alive.is_empty() {
             return;
         }
@@ -273,5 +319,70 @@ pub fn assert_groups_gone(groups: &BTreeSet<i32>) {
             "processes left behind: {alive:#?}"
         );
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One entry of a directory tree, as [`tree`] records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    Dir,
+    File(Vec<u8>),
+    Symlink(PathBuf),
+}
+
+/// Everything under `root` (not `root` itself), by path relative to it: the way to prove that a command
+/// changed nothing on disk.
+pub fn tree(root: &Path) -> BTreeMap<PathBuf, Entry> {
+    walkdir::WalkDir::new(root)
+        .min_depth(1)
+        .into_iter()
+        .map(|entry| {
+            let entry = entry.expect("walk the tree");
+            let path = entry.path();
+            let kind = entry.file_type();
+            let recorded = if kind.is_symlink() {
+                Entry::Symlink(fs::read_link(path).expect("read link"))
+            } else if kind.is_dir() {
+                Entry::Dir
+            } else {
+                Entry::File(fs::read(path).expect("read file"))
+            };
+            (path.strip_prefix(root).unwrap().to_path_buf(), recorded)
+        })
+        .collect()
+}
+
+/// The regular files under `root` and their contents, by path relative to it (directories and symbolic
+/// links left out).
+pub fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    tree(root)
+        .into_iter()
+        .filter_map(|(path, entry)| match entry {
+            Entry::File(bytes) => Some((path, bytes)),
+            Entry::Dir | Entry::Symlink(_) => None,
+        })
+        .collect()
+}
+
+/// The names directly inside `dir`, sorted (hidden ones included).
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Running as root, where permission bits do not stop writes.
+pub fn is_root() -> bool {
+    #[cfg(unix)]
+    {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        unsafe { libc::geteuid() == 0 }
+    }
+    #[cfg(not(unix))]
+    {
+        false
     }
 }
