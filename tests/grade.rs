@@ -76,6 +76,22 @@ fn the_skeleton_fails_every_group() {
     }
     assert!(text.contains("0 of 5 groups passed"), "{text}");
     assert!(text.contains("plain-text stop"), "{text}");
+    // The failures shown are those of the Lab to work on now, 7.1, with the next step named; the other
+    // groups show their counts. `--group` lists every failure of the groups chosen.
+    assert!(text.contains("✗ plain_stop::"), "{text}");
+    assert!(!text.contains("single_tool::"), "{text}");
+    assert!(text.contains("Next: Lab 7.1"), "{text}");
+    let out = grade(&dir, &["--lang", "en", "--group", "7.2"]);
+    let text = stdout(&out);
+    let single_tool = groups(&json)
+        .into_iter()
+        .find(|g| g["slug"] == "single-tool")
+        .unwrap();
+    assert_eq!(
+        text.matches("✗ single_tool::").count() as u64,
+        single_tool["total"].as_u64().unwrap(),
+        "every failing test of the chosen group:\n{text}"
+    );
 
     // Chinese by default.
     let out = grade(&dir, &[]);
