@@ -84,7 +84,7 @@ fn the_skeleton_fails_every_group() {
     let out = grade(&dir, &["--lang", "en", "--group", "7.2"]);
     let text = stdout(&out);
     let single_tool = groups(&json)
-        .into_iter()
+        .iter()
         .find(|g| g["slug"] == "single-tool")
         .unwrap();
     assert_eq!(
