@@ -72,7 +72,7 @@ impl Target {
     fn check(lang: Lang, chapter: &Chapter, dir: &Path) -> Result<Target> {
         let shown = dir.display();
         let start_over = || {
-            let suggestion = free_name(chapter, dir);
+            let suggestion = free_sibling(chapter, dir);
             lang.t(
                 "fix-practice-new-dir",
                 &[
@@ -328,13 +328,26 @@ fn parent_of(dir: &Path) -> PathBuf {
     }
 }
 
-/// A name beside `dir` that is still free: `pi-practice-07-2`, `-3`, ... (or the chapter's default name
-/// when `dir` has none, as for `.`).
-fn free_name(chapter: &Chapter, dir: &Path) -> PathBuf {
+/// A name beside `dir` that is still free: `pi-practice-07-2`, `-3`, ... (`p-2` is followed by `p-3`, not
+/// `p-2-2`), or the chapter's default name when `dir` has none, as for `.`. Used wherever a learner is
+/// told to start over in a new directory.
+pub fn free_sibling(chapter: &Chapter, dir: &Path) -> PathBuf {
     let (parent, base, first) = match dir.file_name() {
         Some(name) => {
             let parent = dir.parent().map(Path::to_path_buf).unwrap_or_default();
-            (parent, name.to_string_lossy().into_owned(), 2)
+            let name = name.to_string_lossy().into_owned();
+            // A counter this function added (2 or more, no leading zero: `-07` is a chapter number).
+            let base = match name.rsplit_once('-') {
+                Some((stem, n))
+                    if !stem.is_empty()
+                        && !n.starts_with('0')
+                        && n.parse::<u32>().is_ok_and(|n| n >= 2) =>
+                {
+                    stem.to_string()
+                }
+                _ => name,
+            };
+            (parent, base, 2)
         }
         None => (PathBuf::new(), chapter.default_dir.clone(), 1),
     };

@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Chapter};
 use crate::error::Result;
 use crate::grade::last;
 use crate::grade::outcome::GroupStatus;
 use crate::i18n::Lang;
 use crate::metadata::Practice;
+use crate::practice::free_sibling;
 use crate::report::{display_width, pad, Paint, Style};
 
 pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf) -> Result<ExitCode> {
@@ -144,7 +145,10 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
         "status-start-over",
         &[
             ("chapter", &ch.id),
-            ("suggestion", &new_dir_suggestion(&practice.dir)),
+            (
+                "suggestion",
+                &new_dir_suggestion(&practice.chapter, &practice.dir),
+            ),
             ("editable", &ch.editable.join(", ")),
         ],
     ));
@@ -159,32 +163,23 @@ fn modified(path: &Path) -> Option<u64> {
         .map(|d| d.as_secs())
 }
 
-/// A sibling of the practice directory that does not exist yet: `<name>-2`, `<name>-3`, ...
-fn new_dir_suggestion(dir: &Path) -> String {
+/// A sibling of the practice directory that does not exist yet (see [`free_sibling`]), shown relative to
+/// where the learner is when the practice directory is the current one or beside it.
+fn new_dir_suggestion(chapter: &Chapter, dir: &Path) -> String {
     let absolute = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    let name = absolute
+    let candidate = free_sibling(chapter, &absolute);
+    let parent = absolute.parent().map(Path::to_path_buf);
+    let name = candidate
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "pi-practice".into());
-    // `p-2` is followed by `p-3`, not `p-2-2`.
-    let base = match name.rsplit_once('-') {
-        Some((stem, n)) if n.parse::<u32>().is_ok() => stem.to_string(),
-        _ => name.clone(),
-    };
-    let parent = absolute.parent().map(Path::to_path_buf);
-    let candidate = (2..1000)
-        .map(|n| format!("{base}-{n}"))
-        .find(|c| parent.as_ref().is_none_or(|p| !p.join(c).exists()))
-        .unwrap_or_else(|| format!("{base}-new"));
-    // Shown relative to where the learner is when the practice directory is the current one or a child.
+        .unwrap_or_default();
     let here = std::env::current_dir()
         .ok()
         .and_then(|d| d.canonicalize().ok());
     match (&here, &parent) {
-        (Some(here), Some(parent)) if here == parent => candidate,
-        (Some(here), _) if *here == absolute => format!("../{candidate}"),
-        (_, Some(parent)) => parent.join(&candidate).display().to_string(),
-        _ => candidate,
+        (Some(here), Some(parent)) if here == parent => name,
+        (Some(here), _) if *here == absolute => format!("../{name}"),
+        _ => candidate.display().to_string(),
     }
 }
 
@@ -310,10 +305,16 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         let p = parent.path().join("p");
         std::fs::create_dir(&p).unwrap();
-        let s = new_dir_suggestion(&p);
+        let catalog = crate::catalog::Catalog::embedded();
+        let ch = catalog.chapter("07").unwrap();
+        let s = new_dir_suggestion(ch, &p);
         assert!(s.ends_with("p-2"), "{s}");
         std::fs::create_dir(parent.path().join("p-2")).unwrap();
-        assert!(new_dir_suggestion(&p).ends_with("p-3"));
-        assert!(new_dir_suggestion(&parent.path().join("p-2")).ends_with("p-3"));
+        assert!(new_dir_suggestion(ch, &p).ends_with("p-3"));
+        assert!(new_dir_suggestion(ch, &parent.path().join("p-2")).ends_with("p-3"));
+        // A chapter number is not a counter.
+        let seven = parent.path().join("pi-practice-07");
+        std::fs::create_dir(&seven).unwrap();
+        assert!(new_dir_suggestion(ch, &seven).ends_with("pi-practice-07-2"));
     }
 }
