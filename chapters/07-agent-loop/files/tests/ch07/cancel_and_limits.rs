@@ -41,8 +41,9 @@ async fn an_abort_before_the_run_calls_no_model_and_returns_zero_steps() {
     out.assert_context_untouched();
 }
 
-/// Runs one batch of two gated calls (`a`, `b`); while both run, the test aborts the run's signal and
-/// then releases them.
+/// Runs one batch of two gated calls (`a`, `b`); while both run, the test aborts the run's signal, then
+/// releases `b`, waits for its tool_end, and releases `a`: the calls finish after the abort, out of call
+/// order.
 async fn abort_during_batch(max_steps: usize) -> Outcome {
     let calls = vec![
         call("a", "lookup", json!({})),
@@ -52,7 +53,7 @@ async fn abort_during_batch(max_steps: usize) -> Outcome {
     let bench = Bench::new(&["a", "b"]);
     run.options.executor = Some(bench.executor());
     run.options.max_steps = max_steps;
-    let (b, signal) = (bench.clone(), run.signal());
+    let (b, signal, events) = (bench.clone(), run.signal(), run.events.clone());
     run.run_with(Box::pin(async move {
         b.wait_started(
             &["a", "b"],
@@ -60,8 +61,15 @@ async fn abort_during_batch(max_steps: usize) -> Outcome {
         )
         .await;
         signal.cancel();
-        b.release("a");
         b.release("b");
+        events
+            .wait_for(
+                "tool_end(b)",
+                "取消之后 b 才完成：它完成时照样立即发出 tool_end，取消不会让已提交的调用失去事件（第四、五步）\n  \
+                 b finished after the abort: its tool_end still goes out as it finishes",
+            )
+            .await;
+        b.release("a");
     }))
     .await
 }
@@ -72,8 +80,8 @@ fn check_aborted_batch(out: &Outcome, rule: &str) {
     assert_eq!(
         roles(&out.result.messages),
         wanted,
-        "{rule}：已提交的执行返回后，先保留它们的配对结果，再以 aborted 结束（第五步）\n  \
-         the batch's results must be kept and paired before the run ends aborted"
+        "{rule}：已提交的执行返回后，先按调用顺序（a 在前，尽管 b 先完成）保留它们的配对结果，再以 aborted 结束\
+         （第五步）\n  the batch's results must be kept, paired and in call order before the run ends aborted"
     );
     let details = |id: &str| json!({ "call": id, "lines": [1, 2, 3] });
     let kept: Vec<Message> = ["a", "b"]
@@ -91,6 +99,12 @@ fn check_aborted_batch(out: &Outcome, rule: &str) {
         1,
         "{rule}：一批工具完成后要检查 signal，取消后不得再请求模型，实际请求 {} 次 / no request after an abort",
         out.model.calls()
+    );
+    assert_eq!(
+        out.events.count("tool_end"),
+        2,
+        "{rule}：取消之后完成的两个调用都应发出 tool_end / both calls finished after the abort emit tool_end: {:?}",
+        out.kinds()
     );
     out.assert_ends(RunReason::Aborted, rule);
     assert_eq!(
@@ -202,26 +216,30 @@ async fn reaching_max_steps_never_invents_a_stop_message() {
 }
 
 /// Step 5: every loop iteration consumes at most one model request, so the model is called exactly
-/// max_steps times when it keeps asking for tools.
+/// max_steps times when it keeps asking for tools; the limit holds before the first request too, so
+/// max_steps = 0 asks the model nothing.
 #[tokio::test(start_paused = true)]
 async fn the_model_is_called_exactly_max_steps_times_when_it_keeps_using_tools() {
-    let script = (1..=5)
-        .map(|i| tool_use(vec![echo(&format!("t{i}"))]))
-        .collect();
-    let mut run = setup(script);
-    run.options.tools = counting_tools(&Arc::new(AtomicUsize::new(0)));
-    run.options.max_steps = 3;
-    let out = run.run().await;
+    for max_steps in [3, 0] {
+        let script = (1..=5)
+            .map(|i| tool_use(vec![echo(&format!("t{i}"))]))
+            .collect();
+        let mut run = setup(script);
+        run.options.tools = counting_tools(&Arc::new(AtomicUsize::new(0)));
+        run.options.max_steps = max_steps;
+        let out = run.run().await;
 
-    assert_eq!(
-        out.model.calls(),
-        3,
-        "max_steps = 3 时模型应恰好被请求 3 次，实际 {} 次 / the model must be called exactly max_steps times",
-        out.model.calls()
-    );
-    assert_eq!(
-        out.result.steps, 3,
-        "steps 应等于 max_steps / steps must equal max_steps"
-    );
-    out.assert_ends(RunReason::MaxSteps, "max_steps = 3");
+        assert_eq!(
+            out.model.calls(),
+            max_steps,
+            "max_steps = {max_steps} 时模型应恰好被请求 {max_steps} 次，实际 {} 次：每次请求之前都要检查上限，\
+             第一次也不例外（第五步）/ the model must be called exactly max_steps times",
+            out.model.calls()
+        );
+        assert_eq!(
+            out.result.steps, max_steps,
+            "steps 应等于 max_steps / steps must equal max_steps"
+        );
+        out.assert_ends(RunReason::MaxSteps, &format!("max_steps = {max_steps}"));
+    }
 }

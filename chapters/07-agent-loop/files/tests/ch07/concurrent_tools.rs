@@ -280,3 +280,85 @@ async fn a_panicking_executor_becomes_a_paired_result_without_location_or_backtr
         "每个调用（包括 panic 的）都应发出一个 tool_end / every call, a panicking one too, emits one tool_end"
     );
 }
+
+/// Step 4: every call of a batch gets a context of its own, as a lone call does (step 2): its own call
+/// id, progress reported under its own id (not the first call's, not dropped), and the run's signal.
+#[tokio::test(start_paused = true)]
+async fn each_call_of_a_batch_gets_its_own_id_progress_and_the_runs_signal() {
+    let calls = vec![
+        call("r1", "report", json!({})),
+        call("r2", "report", json!({})),
+    ];
+    let mut run = setup(vec![tool_use(calls), text_reply("both reported")]);
+    let bench = Bench::new(&[]);
+    run.options.executor = Some(bench.executor());
+    let signal = run.signal();
+    let out = run.run().await;
+
+    let mut contexts = bench.contexts();
+    contexts.sort();
+    let pair = |id: &str| (id.to_string(), id.to_string());
+    assert_eq!(
+        contexts,
+        [pair("r1"), pair("r2")],
+        "批次中每个调用的 ctx.call_id 应是它自己的 id：每个调用构造自己的 ToolContext（第四步）\n  \
+         (call.id, ctx.call_id) per execution: build one ToolContext per call"
+    );
+    let mut progress: Vec<String> = out
+        .events
+        .progress()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    progress.sort();
+    assert_eq!(
+        progress,
+        ["r1", "r2"],
+        "批次中每个调用的进度都应以它自己的 id 发成 tool_progress，不能丢，也不能借用别的调用的 id（第四步）\n  \
+         each call's progress must come out as tool_progress under its own id"
+    );
+    signal.cancel();
+    assert!(
+        bench.signals().iter().all(|s| s.is_cancelled()),
+        "批次中的调用没有拿到本次运行的 signal：每个 ctx.signal 都应是 options.signal 的克隆（第四步）\n  \
+         every call of a batch must get the run's own signal"
+    );
+}
+
+/// Step 4: a call alone in its turn is guarded like one in a batch: an executor error in one turn and
+/// a panic in the next each become a paired error result, and the run goes on to its stop.
+#[tokio::test(start_paused = true)]
+async fn a_lone_failing_call_becomes_a_paired_result_too() {
+    let mut run = setup(vec![
+        tool_use(vec![call("boom", "explode", json!({}))]),
+        tool_use(vec![call("p1", "crash", json!({}))]),
+        text_reply("noted"),
+    ]);
+    run.options.executor = Some(Bench::new(&[]).executor());
+    let out = run.run().await;
+
+    let mut wanted = roles(&caller_messages());
+    wanted.extend(
+        [
+            "assistant",
+            "toolResult(boom)",
+            "assistant",
+            "toolResult(p1)",
+            "assistant",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(
+        roles(&out.result.messages),
+        wanted,
+        "只有一个调用时，executor 的错误和 panic 也要变成配对结果，运行继续（第四步）\n  \
+         a lone call's error or panic must also become a paired result"
+    );
+    let messages = &out.result.messages;
+    check_failed(messages, "boom", "explode", "disk full");
+    check_failed(messages, "p1", "crash", &format!("kaboom ({PANIC_MARKER})"));
+    out.assert_ends(
+        RunReason::Stop,
+        "单个调用失败不会终止运行 / a lone failure does not end the run",
+    );
+}

@@ -35,6 +35,20 @@ async fn check_branch(stop: StopReason, reason: &str, text: &str, ends: RunReaso
         executed, 0,
         "{rule}：任何调用都不得执行，实际执行了 {executed} 次（第三步）/ no call may run: {executed} ran"
     );
+    let mut order = roles(&caller_messages());
+    order.extend(["assistant", "toolResult(cut)", "toolResult(cut-2)"].map(String::from));
+    assert_eq!(
+        roles(&out.result.messages),
+        order,
+        "{rule}：先是这条 assistant，之后按调用顺序每个 call 一条结果（不变量 2）\n  \
+         the assistant comes first, then one result per call, in call order"
+    );
+    assert_eq!(
+        out.result.messages[caller_messages().len()],
+        Message::Assistant(message.clone()),
+        "{rule}：assistant 应原样写入 transcript，包括 stop_reason 和 error_message（不变量 1）\n  \
+         the assistant must be appended exactly as the stream's result, error_message included"
+    );
     let skipped_results: Vec<Message> = calls.iter().map(|c| skipped(c, reason, text)).collect();
     let mut wanted = caller_messages();
     wanted.push(Message::Assistant(message.clone()));
@@ -218,4 +232,38 @@ async fn tool_use_without_calls_ends_error_without_any_result() {
         "toolUse 无 call 不得再请求模型：实际请求 {} 次 / no further request",
         out.model.calls()
     );
+}
+
+/// Decision table: length, error and aborted without any call still end the run with their own reason
+/// (only a stop without calls is a stop): no result is written and the model is not asked again.
+#[tokio::test(start_paused = true)]
+async fn length_error_and_aborted_without_calls_end_with_their_own_reason() {
+    let rows = [
+        (StopReason::Length, RunReason::Length),
+        (StopReason::Error, RunReason::Error),
+        (StopReason::Aborted, RunReason::Aborted),
+    ];
+    for (stop, ends) in rows {
+        let message = AssistantMessage {
+            content: vec![ContentBlock::text("The files are a.rs and")],
+            ..with_calls(stop, Vec::new())
+        };
+        let out = setup(vec![message.clone(), text_reply("never requested")])
+            .run()
+            .await;
+
+        let rule = format!("{stop:?} 无 call / {stop:?} without calls");
+        out.assert_ends(ends, &rule);
+        let mut wanted = caller_messages();
+        wanted.push(Message::Assistant(message));
+        assert_eq!(
+            out.result.messages, wanted,
+            "{rule}：没有 call 就没有要配对的结果，只写入这条 assistant（第三步）/ no call: only the assistant is written"
+        );
+        assert_eq!(
+            out.model.calls(),
+            1,
+            "{rule}：终态之后不得再请求模型 / no request may follow a terminal state"
+        );
+    }
 }

@@ -87,7 +87,8 @@ async fn the_executor_gets_the_call_id_and_the_runs_signal() {
     let given = bench.signals();
     assert!(
         given.iter().all(|s| !s.is_cancelled()),
-        "运行没有被取消，executor 却拿到了一个已取消的 signal / the run was not cancelled, yet the executor's signal was"
+        "运行没有被取消，executor 拿到的 signal 却已被取消：把 options.signal 原样交给 executor，loop 自己不要取消它\n  \
+         the run was not cancelled, yet the executor's signal was: pass the run's signal as is, never cancel it"
     );
     signal.cancel();
     assert!(
@@ -111,6 +112,13 @@ async fn the_second_request_sees_the_assistant_then_its_paired_result() {
         requests.len(),
         2,
         "工具结果写回后应再请求模型一次 / one more request must follow the tool result"
+    );
+    let definitions = counting_tools(&Arc::new(AtomicUsize::new(0))).definitions();
+    assert_eq!(
+        (requests[1].system_prompt.as_str(), &requests[1].tools),
+        (SYSTEM_PROMPT, &definitions),
+        "每次请求（不只第一次）都要带上 system prompt 和全部工具定义（第一步）\n  \
+         every request, not only the first, carries the system prompt and every tool definition"
     );
     let mut wanted: Vec<String> = roles(&caller_messages());
     wanted.extend(["assistant".to_string(), "toolResult(call-1)".to_string()]);
