@@ -109,16 +109,64 @@ impl Practice {
         })
     }
 
-    /// Given files whose content differs from the pristine copy (or that are missing), sorted.
+    /// Given files the learner changed (or removed), sorted. A file that still holds what this directory
+    /// was made with is not a change of the learner's, even when a newer pi-course ships a newer version
+    /// of it (grading uses the newer one either way).
     pub fn changed_given_files(&self) -> Vec<String> {
         self.chapter
             .given_files()
             .iter()
             .filter(|f| match fs::read(self.dir.join(f.path)) {
-                Ok(bytes) => bytes != f.bytes,
+                Ok(bytes) if bytes == f.bytes => false,
+                Ok(bytes) => self.metadata.given.get(f.path) != Some(&fingerprint(&bytes)),
                 Err(_) => true,
             })
             .map(|f| f.path.to_string())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A practice directory made from `chapter`, written under a temporary directory.
+    fn made(chapter: &Chapter) -> (tempfile::TempDir, Practice) {
+        let tmp = tempfile::tempdir().unwrap();
+        for f in chapter.given_files() {
+            let path = tmp.path().join(f.path);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, f.bytes).unwrap();
+        }
+        let practice = Practice {
+            dir: tmp.path().to_path_buf(),
+            metadata: Metadata::for_chapter(chapter),
+            chapter: chapter.clone(),
+        };
+        (tmp, practice)
+    }
+
+    #[test]
+    fn only_the_learners_changes_count_not_a_newer_course() {
+        let catalog = Catalog::embedded();
+        let chapter = catalog.chapter("07").unwrap();
+        let (_tmp, mut practice) = made(chapter);
+        assert_eq!(practice.changed_given_files(), Vec::<String>::new());
+
+        // Made by an older pi-course whose guide was different: the directory still holds that guide,
+        // untouched, so it is no change of the learner's.
+        let guide = practice.dir.join("GUIDE.md");
+        fs::write(&guide, "an older guide").unwrap();
+        practice
+            .metadata
+            .given
+            .insert("GUIDE.md".into(), fingerprint(b"an older guide"));
+        assert_eq!(practice.changed_given_files(), Vec::<String>::new());
+
+        // Edited by the learner, or removed: a change.
+        fs::write(&guide, "my notes").unwrap();
+        assert_eq!(practice.changed_given_files(), vec!["GUIDE.md".to_string()]);
+        fs::remove_file(&guide).unwrap();
+        assert_eq!(practice.changed_given_files(), vec!["GUIDE.md".to_string()]);
     }
 }
