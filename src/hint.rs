@@ -172,6 +172,7 @@ mod tests {
                     (lab.to_string(), v)
                 })
                 .collect::<BTreeMap<_, _>>(),
+            unbuilt: None,
         }
     }
 

@@ -47,6 +47,10 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
     match &last {
         None => line(&lang.t("status-never-graded", &[])),
         Some(last) => {
+            if let Some(time) = last.unbuilt {
+                let text = lang.t("status-unbuilt", &[("ago", &ago(time, lang))]);
+                line(&format!("{} {text}", paint.red("✗")));
+            }
             line(&lang.t("status-last-grade", &[]));
             let name_of = |g: &crate::catalog::Group| g.title(lang);
             let name_width = ch
@@ -98,7 +102,13 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
                 };
                 line(row.trim_end());
             }
-            let newest = last.labs.values().map(|v| v.time).max().unwrap_or(0);
+            let newest = last
+                .labs
+                .values()
+                .map(|v| v.time)
+                .chain(last.unbuilt)
+                .max()
+                .unwrap_or(0);
             let stale: Vec<&str> = ch
                 .editable
                 .iter()

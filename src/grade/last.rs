@@ -1,6 +1,8 @@
 //! The last verdict per Lab, kept in `<practice>/.pi-course/last-grade.json` for `status` and `watch`.
 //!
-//! Grading some groups updates their Labs and keeps the others' earlier verdicts.
+//! Grading some groups updates their Labs and keeps the others' earlier verdicts. A grade that did not
+//! build changes no Lab: it is recorded as `unbuilt` (its time), so `status` and `hint` still know how far
+//! the learner got.
 //!
 //! ```json
 //! {"version": 1, "labs": {"7.1": {"slug": "plain-stop", "status": "pass", "passed": 3, "total": 3,
@@ -23,6 +25,9 @@ pub struct LastGrade {
     pub version: u32,
     /// By Lab number, e.g. "7.1".
     pub labs: BTreeMap<String, LabVerdict>,
+    /// When the latest grade did not build (seconds since the Unix epoch); `None` once one builds again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unbuilt: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,7 +59,14 @@ pub fn record(practice_dir: &Path, result: &GradeResult) -> std::io::Result<()> 
     let mut last = load(practice_dir).unwrap_or(LastGrade {
         version: 1,
         labs: BTreeMap::new(),
+        unbuilt: None,
     });
+    if result.problem.is_some() {
+        last.unbuilt = Some(time);
+        let json = serde_json::to_string_pretty(&last).map_err(std::io::Error::other)?;
+        return write_atomically(&path(practice_dir), json.as_bytes());
+    }
+    last.unbuilt = None;
     for g in &result.groups {
         let verdict = LabVerdict {
             slug: g.group.slug.clone(),
@@ -93,5 +105,68 @@ impl<'de> Deserialize<'de> for GroupStatus {
             "timeout" => GroupStatus::Timeout,
             _ => GroupStatus::Error,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::grade::outcome::{GroupResult, Outcome, Problem, TestResult};
+    use std::time::Duration;
+
+    fn graded(problem: Option<Problem>, passed: bool) -> GradeResult {
+        let group = Catalog::embedded().chapter("07").unwrap().groups[0].clone();
+        let outcome = if passed {
+            Outcome::Passed
+        } else {
+            Outcome::Panicked {
+                message: "no".into(),
+            }
+        };
+        GradeResult {
+            chapter: "07".into(),
+            test_target: "ch07".into(),
+            warnings: Vec::new(),
+            groups: vec![GroupResult {
+                group,
+                decides: true,
+                tests: vec![TestResult {
+                    name: "plain_stop::t".into(),
+                    outcome,
+                    duration: Duration::ZERO,
+                }],
+                error: None,
+            }],
+            problem,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn a_grade_that_did_not_build_keeps_how_far_the_learner_got() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(metadata::DIR)).unwrap();
+        record(dir.path(), &graded(None, true)).unwrap();
+        let passed = load(dir.path()).unwrap();
+        assert_eq!(passed.labs["7.1"].status, GroupStatus::Pass);
+        assert_eq!(passed.unbuilt, None);
+
+        let broken = Problem::Compile {
+            rendered: "error[E0308]".into(),
+            errors: 1,
+        };
+        record(dir.path(), &graded(Some(broken), false)).unwrap();
+        let after = load(dir.path()).unwrap();
+        assert_eq!(
+            after.labs, passed.labs,
+            "the Labs as of the last grade that built"
+        );
+        assert!(after.unbuilt.is_some());
+
+        record(dir.path(), &graded(None, false)).unwrap();
+        let rebuilt = load(dir.path()).unwrap();
+        assert_eq!(rebuilt.labs["7.1"].status, GroupStatus::Fail);
+        assert_eq!(rebuilt.unbuilt, None);
     }
 }
