@@ -76,11 +76,19 @@ fn the_skeleton_fails_every_group() {
     }
     assert!(text.contains("0 of 5 groups passed"), "{text}");
     assert!(text.contains("plain-text stop"), "{text}");
-    // The failures shown are those of the Lab to work on now, 7.1, with the next step named; the other
-    // groups show their counts. `--group` lists every failure of the groups chosen.
+    // Every failing test is listed with its message; the Lab to work on now, 7.1, in full, the others in
+    // one line each, and the next step named. `--group` gives every chosen group's messages in full.
+    // The lines under the single-tool group's row (indented tests and their messages).
+    let single_tool_lines = |text: &str| {
+        text.lines()
+            .skip_while(|l| !l.contains("single-tool"))
+            .skip(1)
+            .take_while(|l| l.starts_with("    "))
+            .count()
+    };
     assert!(text.contains("✗ plain_stop::"), "{text}");
-    assert!(!text.contains("single_tool::"), "{text}");
     assert!(text.contains("Next: Lab 7.1"), "{text}");
+    let brief = single_tool_lines(&text);
     let out = grade(&dir, &["--lang", "en", "--group", "7.2"]);
     let text = stdout(&out);
     let single_tool = groups(&json)
@@ -91,6 +99,10 @@ fn the_skeleton_fails_every_group() {
         text.matches("✗ single_tool::").count() as u64,
         single_tool["total"].as_u64().unwrap(),
         "every failing test of the chosen group:\n{text}"
+    );
+    assert!(
+        single_tool_lines(&text) > brief,
+        "a chosen group's messages are shown in full:\n{text}"
     );
 
     // Chinese by default.

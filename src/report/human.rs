@@ -22,16 +22,14 @@ const MESSAGE_LINES: usize = 4;
 const REPEAT_COLUMNS: usize = 72;
 /// Characters of one message line shown.
 const LINE_CHARS: usize = 200;
-/// Failing tests listed under the group in focus.
-const FOCUS_TESTS: usize = 3;
-
-/// How much of the failures to show.
+/// How much of each failure message to show. Every failing test is always listed with its message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detail {
-    /// Every failing test of every group: the learner chose the groups (`--group`).
+    /// Full (trimmed) messages in every group: the learner chose the groups (`--group`).
     All,
-    /// The failing tests of the first group that does not pass, the Lab to work on now; the other groups
-    /// show their counts only. A skeleton fails thirty-odd tests, and one Lab at a time is what helps.
+    /// Full messages for the first group that does not pass, the Lab to work on now, and one line per
+    /// failure elsewhere, with the next step named. A skeleton fails thirty-odd tests; one Lab at a
+    /// time is what helps.
     Focus,
 }
 
@@ -126,12 +124,8 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool, detail: Detail) -> 
             .collect();
         any_failure |= !failing.is_empty();
         let in_focus = focus.as_deref() == Some(g.group.slug.as_str());
-        let listed = match detail {
-            Detail::All => failing.len(),
-            Detail::Focus if in_focus => failing.len().min(FOCUS_TESTS),
-            Detail::Focus => 0,
-        };
-        for t in &failing[..listed] {
+        let brief = detail == Detail::Focus && !in_focus;
+        for t in &failing {
             let mark = if t.status() == TestStatus::Timeout {
                 paint.yellow("⏱")
             } else {
@@ -141,7 +135,7 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool, detail: Detail) -> 
             let Some(message) = t.message(lang) else {
                 continue;
             };
-            if shown.contains(&message) {
+            if brief || shown.contains(&message) {
                 let first = message.lines().next().unwrap_or_default();
                 writeln!(out, "      {}", paint.dim(&cut(first, REPEAT_COLUMNS))).unwrap();
                 continue;
@@ -150,13 +144,6 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool, detail: Detail) -> 
                 writeln!(out, "      {line}").unwrap();
             }
             shown.insert(message);
-        }
-        if in_focus && listed < failing.len() {
-            let more = lang.t(
-                "grade-more-failures",
-                &[("n", &(failing.len() - listed)), ("lab", &g.group.lab)],
-            );
-            writeln!(out, "    {}", paint.dim(&more)).unwrap();
         }
     }
     out.push('\n');
