@@ -1,4 +1,4 @@
-//! `pi-course hint` and `pi-course status` through the real binary, in both languages, before and after a
+//! `pi-course hint`, `status` and `list` through the real binary, in both languages, before and after a
 //! grade; and what an editor needs from a practice directory.
 
 mod support;
@@ -339,4 +339,37 @@ fn a_practice_directory_opens_cleanly_in_an_editor() {
 
     // That the skeleton checks without warnings (clippy included, with the lock file as pinned) is
     // proved once, in tests/content.rs.
+}
+
+/// `list` names every chapter and, under it, each group with its Lab number, slug and name (in the
+/// learner's language), from anywhere: the catalog is inside the binary.
+#[test]
+fn list_shows_each_chapter_with_its_groups_in_both_languages() {
+    let (title_zh, title_en, labs) = chapter();
+    let anywhere = std::env::temp_dir();
+    let zh = ok(&anywhere, &["list"]);
+    let en = ok(&anywhere, &["--lang", "en", "list"]);
+    assert!(zh.contains(&format!("07  {title_zh}")), "{zh}");
+    assert!(en.contains(&format!("07  {title_en}")), "{en}");
+    for l in &labs {
+        let row = |text: &str| -> String {
+            text.lines()
+                .find(|line| line.trim_start().starts_with(&format!("{} ", l.lab)))
+                .unwrap_or_else(|| panic!("no row for {} in\n{text}", l.lab))
+                .to_string()
+        };
+        let (row_zh, row_en) = (row(&zh), row(&en));
+        assert!(
+            row_zh.contains(&l.slug) && row_zh.contains(&l.name_zh),
+            "{row_zh}"
+        );
+        assert!(
+            row_en.contains(&l.slug) && row_en.contains(&l.name_en),
+            "{row_en}"
+        );
+    }
+    assert!(
+        zh.contains("（可选）") && en.contains("(optional)"),
+        "{zh}\n{en}"
+    );
 }
