@@ -125,11 +125,7 @@ async fn results_are_written_in_call_order_not_completion_order() {
 async fn the_next_request_holds_slow_then_fast() {
     let (out, _) = run_slow_fast().await;
 
-    let requests = out.requests();
-    let second = requests
-        .get(1)
-        .map(|r| roles(&r.messages))
-        .unwrap_or_default();
+    let second = roles(&out.sent_in_request(1));
     let mut wanted = roles(&caller_messages());
     wanted.extend(["assistant", "toolResult(slow)", "toolResult(fast)"].map(String::from));
     assert_eq!(
@@ -192,15 +188,8 @@ async fn an_executor_error_becomes_a_paired_result_and_the_sibling_still_finishe
         }))
         .await;
 
-    let requests = out.requests();
-    let second = requests
-        .get(1)
-        .map(|r| r.messages.clone())
-        .unwrap_or_default();
-    let roles_sent = requests
-        .get(1)
-        .map(|r| roles(&r.messages))
-        .unwrap_or_default();
+    let second = out.sent_in_request(1);
+    let roles_sent = roles(&second);
     let mut wanted = roles(&caller_messages());
     wanted.extend(["assistant", "toolResult(boom)", "toolResult(ok)"].map(String::from));
     assert_eq!(

@@ -239,11 +239,7 @@ async fn the_shared_context_is_snapshotted_once_and_stays_readable_while_a_tool_
         }))
         .await;
 
-    let requests = out.requests();
-    let second = requests
-        .get(1)
-        .map(|r| roles(&r.messages))
-        .unwrap_or_default();
+    let second = roles(&out.sent_in_request(1));
     let mut wanted = roles(&caller_messages());
     wanted.extend(["assistant", "toolResult(call-1)"].map(String::from));
     assert_eq!(

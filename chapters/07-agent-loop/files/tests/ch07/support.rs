@@ -744,6 +744,15 @@ impl Outcome {
         self.model.requests()
     }
 
+    /// The messages the model saw in request `n` (0-based); empty when the loop never made it, so the
+    /// assertion comparing them says what was missing.
+    pub fn sent_in_request(&self, n: usize) -> Vec<Message> {
+        self.requests()
+            .get(n)
+            .map(|r| r.messages.clone())
+            .unwrap_or_default()
+    }
+
     /// The loop emitted exactly one turn_end, as its last event, with `reason`; and returned `reason`.
     pub fn assert_ends(&self, reason: RunReason, rule: &str) {
         let kinds = self.kinds();
