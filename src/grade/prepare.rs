@@ -96,41 +96,29 @@ mod tests {
             fs::create_dir_all(p.parent().unwrap()).unwrap();
             fs::write(p, f.bytes).unwrap();
         }
-        let n = prepare(
-            chapter,
-            &read_editable(chapter, practice.path()).unwrap(),
-            build.path(),
-        )
-        .unwrap();
+        // Brings the build directory in line with the practice directory; returns the files it wrote.
+        let sync = || {
+            prepare(
+                chapter,
+                &read_editable(chapter, practice.path()).unwrap(),
+                build.path(),
+            )
+            .unwrap()
+        };
+        let n = sync();
         assert_eq!(n, chapter.given_files().len() + chapter.editable.len());
 
         let editable = build.path().join(&chapter.editable[0]);
         let before = fs::metadata(&editable).unwrap().modified().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
-        assert_eq!(
-            prepare(
-                chapter,
-                &read_editable(chapter, practice.path()).unwrap(),
-                build.path()
-            )
-            .unwrap(),
-            0
-        );
+        assert_eq!(sync(), 0);
         assert_eq!(fs::metadata(&editable).unwrap().modified().unwrap(), before);
 
         // A tampered given file in the build directory is put back; the learner's edit is copied.
         let given = chapter.given_files()[0];
         fs::write(build.path().join(given.path), b"tampered").unwrap();
         fs::write(practice.path().join(&chapter.editable[0]), b"// edited").unwrap();
-        assert_eq!(
-            prepare(
-                chapter,
-                &read_editable(chapter, practice.path()).unwrap(),
-                build.path()
-            )
-            .unwrap(),
-            2
-        );
+        assert_eq!(sync(), 2);
         assert_eq!(
             fs::read(build.path().join(given.path)).unwrap(),
             given.bytes
