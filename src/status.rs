@@ -12,7 +12,7 @@ use crate::grade::outcome::GroupStatus;
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::practice::free_sibling;
-use crate::report::{display_width, pad, Paint, Style};
+use crate::report::{display_width, pad, title_width, Paint, Style};
 
 pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf) -> Result<ExitCode> {
     let practice = Practice::open(catalog, lang, &dir)?;
@@ -52,13 +52,7 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
                 line(&format!("{} {text}", paint.red("✗")));
             }
             line(&lang.t("status-last-grade", &[]));
-            let name_of = |g: &crate::catalog::Group| g.title(lang);
-            let name_width = ch
-                .groups
-                .iter()
-                .map(|g| display_width(&name_of(g)))
-                .max()
-                .unwrap_or(0);
+            let name_width = title_width(&ch.groups, lang);
             let word_width = [
                 GroupStatus::Pass,
                 GroupStatus::Fail,
@@ -87,7 +81,7 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
                             "  {} {} {}  {count:>5}  {}  {}",
                             verdict_mark(v.status, paint),
                             paint.dim(&lab),
-                            pad(&name_of(g), name_width),
+                            pad(&g.title(lang), name_width),
                             pad(&word, word_width),
                             paint.dim(&ago(v.time, lang)),
                         )
@@ -96,7 +90,7 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
                         "  {} {} {}  {}",
                         paint.dim("·"),
                         paint.dim(&lab),
-                        pad(&name_of(g), name_width),
+                        pad(&g.title(lang), name_width),
                         paint.dim(&lang.t("lab-not-graded", &[])),
                     ),
                 };

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use super::{display_width, pad, Paint, Style};
-use crate::grade::outcome::{GroupResult, GroupStatus, Problem, TestStatus};
+use crate::grade::outcome::{GroupStatus, Problem, TestStatus};
 use crate::grade::GradeResult;
 use crate::i18n::Lang;
 
@@ -63,13 +63,7 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool, detail: Detail) -> 
         return out;
     }
 
-    let name_of = |g: &GroupResult| g.group.title(lang);
-    let name_width = result
-        .groups
-        .iter()
-        .map(|g| display_width(&name_of(g)))
-        .max()
-        .unwrap_or(0);
+    let name_width = super::title_width(result.groups.iter().map(|g| &g.group), lang);
     let slug_width = result
         .groups
         .iter()
@@ -99,7 +93,7 @@ pub fn render(result: &GradeResult, lang: Lang, color: bool, detail: Detail) -> 
             out,
             "{mark} {} {} {} {}",
             paint.dim(&lab),
-            pad(&name_of(g), name_width),
+            pad(&g.group.title(lang), name_width),
             paint.dim(&pad(&g.group.slug, slug_width)),
             if status == GroupStatus::Pass {
                 paint.green(&count)

@@ -9,6 +9,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::catalog::Group;
 use crate::cli::Format;
 use crate::grade::Stage;
 use crate::i18n::Lang;
@@ -205,6 +206,15 @@ pub fn stage_text(stage: &Stage, lang: Lang) -> String {
         }
         Stage::Done => String::new(),
     }
+}
+
+/// The columns of the widest group title (`Group::title`), to line up a table of groups.
+pub fn title_width<'a>(groups: impl IntoIterator<Item = &'a Group>, lang: Lang) -> usize {
+    groups
+        .into_iter()
+        .map(|g| display_width(&g.title(lang)))
+        .max()
+        .unwrap_or(0)
 }
 
 /// How many terminal columns `s` takes: East Asian wide characters count two.

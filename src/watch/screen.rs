@@ -25,7 +25,7 @@ use crate::grade::build::strip_ansi;
 use crate::grade::outcome::{GroupResult, GroupStatus, Problem, TestStatus};
 use crate::grade::{GradeResult, Stage, Status};
 use crate::i18n::Lang;
-use crate::report::{display_width, pad, stage_text, Paint};
+use crate::report::{display_width, pad, stage_text, title_width, Paint};
 
 use super::changes::Mode;
 
@@ -237,12 +237,7 @@ fn rows(view: &View<'_>) -> Vec<String> {
     let lang = view.lang;
     let paint = Paint(view.color);
     let groups = &view.chapter.groups;
-    let name_of = |g: &Group| g.title(lang);
-    let name_width = groups
-        .iter()
-        .map(|g| display_width(&name_of(g)))
-        .max()
-        .unwrap_or(0);
+    let name_width = title_width(groups, lang);
     let lab_width = groups.iter().map(|g| g.lab.len()).max().unwrap_or(0);
     let current = match standing(view.result) {
         Standing::Lab(g) => Some(g.group.slug.as_str()),
@@ -275,7 +270,7 @@ fn rows(view: &View<'_>) -> Vec<String> {
                 "{} {:<lab_width$}  {}  {count:>5}  {mark}",
                 if is_current { ">" } else { " " },
                 g.lab,
-                pad(&name_of(g), name_width),
+                pad(&g.title(lang), name_width),
             );
             if is_current {
                 paint.bold(&row)
