@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const ROOTS: &[&str] = &["snapshots", "chapters", "templates"];
+const ROOTS: &[&str] = &["snapshots", "chapters", "templates", "harness"];
 
 fn is_repo_only(rel: &str) -> bool {
     let parts: Vec<&str> = rel.split('/').collect();

@@ -109,10 +109,14 @@ impl Chapter {
         })
     }
 
-    /// The given files, in the order they are written: the snapshot, then the chapter's own files
-    /// (a chapter file overrides a snapshot file of the same path).
+    /// The given files, in the order they are written: the test harness, the snapshot, then the
+    /// chapter's own files (a chapter file overrides a snapshot file of the same path).
     pub fn given_files(&self) -> Vec<File> {
         let mut by_path: BTreeMap<&'static str, File> = BTreeMap::new();
+        // Every chapter's tests run on the same harness, which speaks the grader's verdict channel.
+        for f in Self::embedded_under("").filter(|f| f.path.starts_with("harness/")) {
+            by_path.insert(f.path, f);
+        }
         if let Some(snapshot) = &self.snapshot {
             for f in Self::embedded_under(&format!("snapshots/{snapshot}/")) {
                 by_path.insert(f.path, f);

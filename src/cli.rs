@@ -36,9 +36,8 @@ pub enum Command {
         /// Only poll the files for changes (when saves go unnoticed: network drives, WSL, some editors)
         #[arg(long)]
         poll: bool,
-        /// Per-test timeout in seconds
-        #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_TIMEOUT_SECS)]
-        timeout: u64,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
     /// Show the hint for the first Lab that does not pass yet, or for the Lab named
     Hint {
@@ -72,9 +71,81 @@ pub struct GradeArgs {
     /// Also write a JUnit XML report to FILE
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+/// How learner code is confined and bounded while it is graded (grade and watch).
+#[derive(Debug, Clone, clap::Args)]
+pub struct LimitArgs {
     /// Per-test timeout in seconds
     #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_TIMEOUT_SECS)]
     pub timeout: u64,
+    /// The build's time limit in seconds
+    #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_BUILD_TIMEOUT_SECS)]
+    pub build_timeout: u64,
+    /// Memory a test process may use: 1G, 512M, or a number of MiB
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
+    pub memory_limit: u64,
+    /// Confine learner code: auto (when the platform can, and say so when not), require (refuse to grade
+    /// unconfined), off (debugging only)
+    #[arg(long, value_enum, default_value_t = SandboxMode::Auto)]
+    pub sandbox: SandboxMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SandboxMode {
+    Auto,
+    Require,
+    Off,
+}
+
+impl From<SandboxMode> for crate::sandbox::Mode {
+    fn from(mode: SandboxMode) -> Self {
+        match mode {
+            SandboxMode::Auto => crate::sandbox::Mode::Auto,
+            SandboxMode::Require => crate::sandbox::Mode::Require,
+            SandboxMode::Off => crate::sandbox::Mode::Off,
+        }
+    }
+}
+
+/// A size in bytes from `1G`, `512M`, `2GiB`, `64MiB` or a plain number of MiB; at least 16 MiB.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size: write it like 1G or 512M"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return Err(format!("`{text}`: the unit must be M or G, e.g. 512M or 1G")),
+    };
+    let bytes = number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("`{text}` is too large"))?;
+    if bytes < 16 << 20 {
+        return Err(format!("`{text}` is too small: a test needs at least 16M"));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("256"), Ok(256 << 20));
+        assert!(parse_size("1K").is_err());
+        assert!(parse_size("8M").is_err());
+        assert!(parse_size("lots").is_err());
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -33,6 +33,14 @@ impl Lang {
         .unwrap_or_default()
     }
 
+    /// `zh` or `en`, as `PI_COURSE_LANG` spells it.
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::Zh => "zh",
+            Lang::En => "en",
+        }
+    }
+
     /// The message `key` in this language with `{name}` placeholders filled from `args`.
     /// An unknown key is a bug: it panics, and the table test catches it.
     pub fn t(self, key: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {

@@ -12,6 +12,7 @@ mod metadata;
 mod practice;
 mod process;
 mod report;
+mod sandbox;
 mod status;
 mod watch;
 
@@ -31,7 +32,7 @@ fn main() -> ExitCode {
         Command::Practice { chapter, dir } => practice::run(&catalog, lang, &chapter, dir),
         Command::Grade(args) => grade::run(&catalog, lang, args),
         Command::List => list::run(&catalog, lang),
-        Command::Watch { dir, poll, timeout } => watch::run(&catalog, lang, dir, poll, timeout),
+        Command::Watch { dir, poll, limits } => watch::run(&catalog, lang, dir, poll, limits),
         Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),
         Command::Status { dir } => status::run(&catalog, lang, dir),
     };

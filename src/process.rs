@@ -109,6 +109,19 @@ pub fn install_signal_handlers(before_exit: impl Fn() + Send + 'static) -> io::R
     Ok(())
 }
 
+/// This machine's memory in bytes, if the platform tells.
+pub fn total_memory() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sysinfo fills the struct we pass and nothing else.
+        let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+        if unsafe { libc::sysinfo(&mut info) } == 0 {
+            return Some(info.totalram as u64 * info.mem_unit as u64);
+        }
+    }
+    None
+}
+
 /// What a child wrote to one of its pipes: the beginning and the end, with the middle dropped past a limit
 /// (a test stuck printing in a loop must not exhaust memory).
 #[derive(Debug, Default, Clone)]

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -13,6 +14,7 @@ use tokio::process::Command;
 
 use super::outcome::Problem;
 use crate::process;
+use crate::sandbox::{BuildPaths, Sandbox};
 
 pub struct BuildRequest<'a> {
     pub build_dir: &'a Path,
@@ -22,6 +24,12 @@ pub struct BuildRequest<'a> {
     pub color: bool,
     /// `(path in the build directory, path to show)` for each editable file.
     pub renames: Vec<(String, String)>,
+    /// Confines cargo and rustc.
+    pub sandbox: &'a Sandbox,
+    /// The build is stopped after this long.
+    pub timeout: Duration,
+    /// The cache root: no cargo configuration may sit between it and the build directory.
+    pub cache_root: &'a Path,
 }
 
 /// The built test executable.
@@ -43,6 +51,8 @@ struct Message {
     success: Option<bool>,
     #[serde(default)]
     package_id: Option<String>,
+    #[serde(default)]
+    fresh: Option<bool>,
 }
 
 /// The package name in a cargo package id: `registry+https://…#serde@1.0.229` or the older
@@ -68,35 +78,151 @@ struct Diagnostic {
     spans: Vec<serde_json::Value>,
 }
 
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
 /// Builds the test target. `on_crate` is called with each crate name as cargo finishes it (for progress).
+///
+/// The packages the build needs are fetched first, outside the sandbox (the manifest and lock file are
+/// the pristine given ones); the build itself runs confined and offline, and is stopped at the timeout.
 pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Built, Problem> {
-    let format = if req.color {
-        "json-diagnostic-rendered-ansi"
-    } else {
-        "json"
-    };
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.args(["test", "--no-run", "--locked", "--test", req.test_target])
-        .arg(format!("--message-format={format}"))
+    if let Some(path) = planted_config(req.build_dir, req.cache_root) {
+        return Err(Problem::PlantedConfig {
+            path: path.display().to_string(),
+        });
+    }
+    fetch(req).await?;
+    let deadline = tokio::time::Instant::now() + req.timeout;
+    let mut built = compile(req, on_crate, deadline).await?;
+    match verify(&built, req.target_dir) {
+        Ok(()) => Ok(Built { exe: built.exe }),
+        Err(_) => {
+            // Tampered with since it was built: build it again from scratch, once.
+            let _ = std::fs::remove_file(&built.exe);
+            built = compile(req, on_crate, deadline).await?;
+            verify(&built, req.target_dir).map_err(|_| Problem::TamperedExecutable {
+                path: built.exe.display().to_string(),
+            })?;
+            Ok(Built { exe: built.exe })
+        }
+    }
+}
+
+/// The first cargo configuration file (`.cargo/config` or `.cargo/config.toml`) from `build_dir` up to
+/// and including `cache_root`. pi-course never writes one there.
+fn planted_config(build_dir: &Path, cache_root: &Path) -> Option<PathBuf> {
+    let root = cache_root
+        .canonicalize()
+        .unwrap_or_else(|_| cache_root.to_path_buf());
+    let dir = build_dir
+        .canonicalize()
+        .unwrap_or_else(|_| build_dir.to_path_buf());
+    for ancestor in dir.ancestors() {
+        for name in [".cargo/config.toml", ".cargo/config"] {
+            let path = ancestor.join(name);
+            if path.symlink_metadata().is_ok() {
+                return Some(path);
+            }
+        }
+        if ancestor == root {
+            break;
+        }
+    }
+    None
+}
+
+/// `cargo fetch --locked`, once per target directory: the build after it runs offline.
+async fn fetch(req: &BuildRequest<'_>) -> Result<(), Problem> {
+    let marker = req.target_dir.join(".pi-course-fetched");
+    if marker.is_file() {
+        return Ok(());
+    }
+    let mut cmd = cargo();
+    cmd.args(["fetch", "--locked"])
         .current_dir(req.build_dir)
-        .env("CARGO_TARGET_DIR", req.target_dir)
         .env("CARGO_TERM_PROGRESS_WHEN", "never")
         .env("CARGO_TERM_COLOR", "never")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let (mut child, _group) = process::spawn(&mut cmd).map_err(|e| Problem::Io {
-        what: "cargo".into(),
+    let (child, _group) = process::spawn(&mut cmd).map_err(|e| Problem::Io {
+        what: "cargo fetch".into(),
         error: e.to_string(),
     })?;
+    let out = child.wait_with_output().await.map_err(|e| Problem::Io {
+        what: "cargo fetch".into(),
+        error: e.to_string(),
+    })?;
+    if !out.status.success() {
+        return Err(Problem::Cargo {
+            output: cargo_output(&String::from_utf8_lossy(&out.stderr)),
+        });
+    }
+    std::fs::create_dir_all(req.target_dir)
+        .and_then(|()| std::fs::write(&marker, b""))
+        .map_err(|e| Problem::Io {
+            what: marker.display().to_string(),
+            error: e.to_string(),
+        })
+}
+
+/// What one confined `cargo test --no-run` produced.
+struct Compiled {
+    exe: PathBuf,
+    /// cargo reused the executable of an earlier build.
+    fresh: bool,
+}
+
+async fn compile(
+    req: &BuildRequest<'_>,
+    on_crate: &dyn Fn(&str),
+    deadline: tokio::time::Instant,
+) -> Result<Compiled, Problem> {
+    let format = if req.color {
+        "json-diagnostic-rendered-ansi"
+    } else {
+        "json"
+    };
+    let mut cmd = cargo();
+    cmd.args([
+        "test", "--no-run", "--locked", "--offline", "--test", req.test_target,
+    ])
+    .arg(format!("--message-format={format}"))
+    .current_dir(req.build_dir)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let paths = BuildPaths {
+        package: req.build_dir.to_path_buf(),
+        target: req.target_dir.to_path_buf(),
+    };
+    let io_problem = |e: std::io::Error| Problem::Io {
+        what: "cargo".into(),
+        error: e.to_string(),
+    };
+    req.sandbox
+        .confine_build(&mut cmd, &paths)
+        .map_err(io_problem)?;
+    let (mut child, group) = process::spawn(&mut cmd).map_err(io_problem)?;
     let stderr = tokio::spawn(process::capture(child.stderr.take().expect("piped stderr")));
     let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
 
     let mut exe = None;
+    let mut fresh = false;
     let mut errors = Vec::new();
     let mut error_count = 0;
     let mut success = false;
-    while let Ok(Some(line)) = lines.next_line().await {
+    loop {
+        let line = tokio::select! {
+            line = lines.next_line() => line,
+            _ = tokio::time::sleep_until(deadline) => {
+                group.kill();
+                let _ = child.wait().await;
+                return Err(Problem::BuildTimeout { secs: req.timeout.as_secs() });
+            }
+        };
+        let Ok(Some(line)) = line else { break };
         let Ok(msg) = serde_json::from_str::<Message>(&line) else {
             continue;
         };
@@ -108,6 +234,7 @@ pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Bu
                     let is_test = target.kind.iter().any(|k| k == "test");
                     if is_test && target.name == req.test_target {
                         exe = msg.executable.or(exe);
+                        fresh = msg.fresh.unwrap_or(false);
                     }
                 }
             }
@@ -127,7 +254,14 @@ pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Bu
             _ => {}
         }
     }
-    let status = child.wait().await;
+    let status = tokio::select! {
+        status = child.wait() => status,
+        _ = tokio::time::sleep_until(deadline) => {
+            group.kill();
+            let _ = child.wait().await;
+            return Err(Problem::BuildTimeout { secs: req.timeout.as_secs() });
+        }
+    };
     let stderr = stderr.await.map(|c| c.text()).unwrap_or_default();
     let exited_ok = status.as_ref().is_ok_and(|s| s.success());
 
@@ -139,11 +273,40 @@ pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Bu
         });
     }
     match exe {
-        Some(exe) if success && exited_ok => Ok(Built { exe }),
+        Some(exe) if success && exited_ok => Ok(Compiled { exe, fresh }),
         _ => Err(Problem::Cargo {
             output: cargo_output(&stderr),
         }),
     }
+}
+
+/// The file beside the target directory's executables that records the digest of the last one built.
+fn digest_record(target_dir: &Path) -> PathBuf {
+    target_dir.join(".pi-course-test-exe.sha256")
+}
+
+/// Records the digest of a freshly built executable, or checks a reused one against the record: an
+/// executable changed since its build (by anything but cargo) is never run.
+fn verify(built: &Compiled, target_dir: &Path) -> std::io::Result<()> {
+    let digest = file_digest(&built.exe)?;
+    let record = digest_record(target_dir);
+    if built.fresh {
+        match std::fs::read_to_string(&record) {
+            Ok(recorded) if recorded.trim() == digest => Ok(()),
+            _ => Err(std::io::Error::other("the executable changed since its build")),
+        }
+    } else {
+        std::fs::write(&record, &digest)
+    }
+}
+
+fn file_digest(path: &Path) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(path)?;
+    Ok(Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 /// cargo's stderr without its progress lines.

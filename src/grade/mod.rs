@@ -8,8 +8,8 @@
 //! [`grade`] runs the pipeline in-process, so `watch` can call it too.
 
 pub mod build;
+pub mod channel;
 pub mod last;
-pub mod libtest;
 pub mod outcome;
 pub mod prepare;
 pub mod runner;
@@ -19,10 +19,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::catalog::{Catalog, Chapter, Group};
-use crate::cli::{Format, GradeArgs};
+use crate::cli::{Format, GradeArgs, LimitArgs};
 use crate::error::{Result, UserError};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
+use crate::sandbox::Sandbox;
 use crate::{cache, report};
 
 pub use outcome::{GradeResult, GroupResult, Problem, Status, Warning};
@@ -33,12 +34,21 @@ pub use outcome::{GradeResult, GroupResult, Problem, Status, Warning};
 /// that hangs every test costs about this long plus half a second per test spread over the cores.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 5;
 
+/// The build's time limit when none is given.
+pub const DEFAULT_BUILD_TIMEOUT_SECS: u64 = 120;
+
 /// How to grade, independent of what to grade.
 #[derive(Debug, Clone)]
 pub struct GradeOptions {
     /// The cache root (see [`cache::root`]).
     pub cache: PathBuf,
     pub timeout: Duration,
+    /// The build is stopped after this long.
+    pub build_timeout: Duration,
+    /// Confines the build and the tests.
+    pub sandbox: Sandbox,
+    /// The language of the tests' own messages.
+    pub lang: Lang,
     /// Test processes run at once; the number of cores by default.
     pub jobs: usize,
     /// Render compiler diagnostics with ANSI colors.
@@ -48,16 +58,45 @@ pub struct GradeOptions {
 }
 
 impl GradeOptions {
-    pub fn new(cache: PathBuf, timeout: Duration) -> GradeOptions {
+    pub fn new(cache: PathBuf, timeout: Duration, sandbox: Sandbox, lang: Lang) -> GradeOptions {
         GradeOptions {
             cache,
             timeout,
+            build_timeout: Duration::from_secs(DEFAULT_BUILD_TIMEOUT_SECS),
+            sandbox,
+            lang,
             jobs: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(2),
             color: false,
             record_last_grade: true,
         }
+    }
+}
+
+impl GradeOptions {
+    /// The options `grade` and `watch` take from the command line. Bad values, a missing cache
+    /// directory, or `--sandbox require` where there is no sandbox are bad input.
+    pub fn from_args(args: &LimitArgs, lang: Lang) -> Result<GradeOptions> {
+        if args.timeout == 0 || args.build_timeout == 0 {
+            return Err(UserError::new(lang.t("grade-bad-timeout", &[])));
+        }
+        let cache = cache::root().ok_or_else(|| {
+            UserError::new(lang.t("grade-no-cache", &[]))
+                .with_fix(lang.t("grade-no-cache-fix", &[]))
+        })?;
+        let limits = crate::sandbox::Limits {
+            memory: args.memory_limit,
+            build_cpu_secs: args.build_timeout + 60,
+            ..Default::default()
+        };
+        let sandbox = Sandbox::new(args.sandbox.into(), limits).map_err(|missing| {
+            UserError::new(lang.t("grade-sandbox-required", &[("reason", &missing.0)]))
+                .with_fix(lang.t("grade-sandbox-required-fix", &[]))
+        })?;
+        let mut opts = GradeOptions::new(cache, Duration::from_secs(args.timeout), sandbox, lang);
+        opts.build_timeout = Duration::from_secs(args.build_timeout);
+        Ok(opts)
     }
 }
 
@@ -125,6 +164,7 @@ pub async fn grade(
         chapter: chapter.id.clone(),
         test_target: chapter.test_target.clone(),
         warnings: Vec::new(),
+        protection: opts.sandbox.protection(),
         problem: None,
         groups: groups
             .iter()
@@ -206,6 +246,9 @@ async fn build_and_run(
             .iter()
             .map(|p| (p.clone(), prepare::shown_path(&practice.dir, p)))
             .collect(),
+        sandbox: &opts.sandbox,
+        timeout: opts.build_timeout,
+        cache_root: &opts.cache,
     };
     let built = build::build(&request, &|name| {
         crates.set(crates.get() + 1);
@@ -217,11 +260,14 @@ async fn build_and_run(
     .await?;
 
     progress(Stage::Listing);
+    let key = channel::new_key().map_err(|e| io_problem("/dev/urandom", e))?;
     let runner = runner::Runner {
         exe: built.exe,
-        cwd: build_dir.path.clone(),
         timeout: opts.timeout,
         jobs: opts.jobs,
+        sandbox: opts.sandbox.clone(),
+        key,
+        envs: vec![("PI_COURSE_LANG".into(), opts.lang.code().into())],
     };
     let names = runner
         .list()
@@ -264,9 +310,6 @@ async fn build_and_run(
 pub fn run(catalog: &Catalog, lang: Lang, args: GradeArgs) -> Result<ExitCode> {
     let practice = Practice::open(catalog, lang, &args.dir)?;
     let groups = select_groups(&practice.chapter, &args.groups, lang)?;
-    if args.timeout == 0 {
-        return Err(UserError::new(lang.t("grade-bad-timeout", &[])));
-    }
     if let Some(junit) = &args.junit {
         let parent = junit.parent().filter(|p| !p.as_os_str().is_empty());
         if parent.is_some_and(|p| !p.is_dir()) || junit.is_dir() {
@@ -275,12 +318,8 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeArgs) -> Result<ExitCode> {
             ));
         }
     }
-    let cache = cache::root().ok_or_else(|| {
-        UserError::new(lang.t("grade-no-cache", &[])).with_fix(lang.t("grade-no-cache-fix", &[]))
-    })?;
-
+    let mut opts = GradeOptions::from_args(&args.limits, lang)?;
     let style = report::Style::detect(args.format);
-    let mut opts = GradeOptions::new(cache, Duration::from_secs(args.timeout));
     opts.color = style.color;
 
     let runtime = tokio::runtime::Builder::new_current_thread()

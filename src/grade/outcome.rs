@@ -34,6 +34,39 @@ pub enum Outcome {
         code: i32,
         output: String,
     },
+    /// An allocation failed at the memory limit (bytes) and the process aborted.
+    MemoryLimit {
+        limit: u64,
+        output: String,
+    },
+}
+
+/// What the standard library prints when an allocation fails, just before it aborts.
+const ALLOCATION_FAILED: &str = "memory allocation of ";
+
+/// How a test ended whose process exited without sending its verdict: it never started (`began` false),
+/// ran out of memory, was killed by a signal, or exited in the middle.
+pub fn ended_without_verdict(
+    status: std::process::ExitStatus,
+    began: bool,
+    output: String,
+    memory_limit: u64,
+) -> Outcome {
+    use std::os::unix::process::ExitStatusExt;
+    if !began {
+        return Outcome::Failed { output };
+    }
+    match status.signal() {
+        Some(libc::SIGABRT) if output.contains(ALLOCATION_FAILED) => Outcome::MemoryLimit {
+            limit: memory_limit,
+            output,
+        },
+        Some(signal) => Outcome::Signalled { signal, output },
+        None => Outcome::ExitedEarly {
+            code: status.code().unwrap_or(-1),
+            output,
+        },
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -88,6 +121,10 @@ impl TestResult {
             Outcome::ExitedEarly { code, output } => {
                 with_output(lang.t("grade-test-exited", &[("code", code)]), output)
             }
+            Outcome::MemoryLimit { limit, output } => with_output(
+                lang.t("grade-test-memory", &[("mib", &(limit >> 20))]),
+                output,
+            ),
         })
     }
 }
@@ -202,6 +239,13 @@ pub enum Problem {
     List { output: String },
     /// Something around the grade failed: the cache directory, starting a process.
     Io { what: String, error: String },
+    /// The build ran past its time limit (seconds) and was stopped.
+    BuildTimeout { secs: u64 },
+    /// A cargo configuration file inside the cache, where pi-course never writes one: it could run a
+    /// program in every later build, so no build runs while it is there.
+    PlantedConfig { path: String },
+    /// The test executable is not the one this grade's build produced.
+    TamperedExecutable { path: String },
 }
 
 /// Something the learner should know that does not change the verdict.
@@ -238,6 +282,8 @@ pub struct GradeResult {
     /// The chapter's test target, e.g. `ch07` (for "run one test by hand" hints).
     pub test_target: String,
     pub warnings: Vec<Warning>,
+    /// What protected this grade (the sandbox's layers, or why there was none).
+    pub protection: crate::sandbox::Protection,
     pub problem: Option<Problem>,
     pub groups: Vec<GroupResult>,
     pub elapsed: Duration,
@@ -322,6 +368,11 @@ impl Problem {
             }
             Problem::Io { what, error } => {
                 lang.t("grade-io-failed", &[("what", what), ("error", error)])
+            }
+            Problem::BuildTimeout { secs } => lang.t("grade-build-timeout", &[("secs", secs)]),
+            Problem::PlantedConfig { path } => lang.t("grade-planted-config", &[("path", path)]),
+            Problem::TamperedExecutable { path } => {
+                lang.t("grade-tampered-executable", &[("path", path)])
             }
         }
     }

@@ -1,5 +1,8 @@
 //! Stages 4 and 5, list and run: ask the test executable for its tests, then run them, several processes
-//! at a time, each process in its own process group.
+//! at a time, each process in its own process group and sandbox.
+//!
+//! Verdicts come only over the channel (see [`channel`]): a test passes when the harness says so with
+//! this grade's key, never because of what the process printed or how it ended.
 //!
 //! The tests first run in batches, one process per core, which costs about what `cargo test` costs. A test
 //! that does not end within [`SLOW`] (the chapter's tests take milliseconds), a crash or an early exit
@@ -8,29 +11,26 @@
 //! core instead of one per test.
 //!
 //! A process gets a slot (one per core). A test still running alone after [`SLOW`] hands its slot on: it is
-//! probably hung, and waiting for its timeout must not hold up the others. At most [`MAX_LIVE`] test
-//! processes exist at once.
+//! probably hung, and waiting for its timeout must not hold up the others. At most [`Runner::max_live`]
+//! test processes exist at once.
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::process::Command;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use super::libtest;
+use super::channel::{Orders, Record, TestProcess};
 use super::outcome::{Outcome, TestResult};
-use crate::process;
+use crate::process::Captured;
+use crate::sandbox::Sandbox;
 
 /// After this long a running test gives its slot to the next one.
 pub const SLOW: Duration = Duration::from_millis(500);
-/// The most test processes alive at once, slow ones included.
+/// The most test processes alive at once, slow ones included, when memory allows.
 pub const MAX_LIVE: usize = 32;
-/// The most stdout a batch may write. libtest captures what tests print, so a batch writes little; past
-/// this, something writes straight to the file descriptor and the batch is given up.
-const BATCH_OUTPUT_LIMIT: usize = 1 << 20;
 /// How long a pipe may stay open after its test's process group was killed (a process that left the group
 /// could hold it forever).
 const DRAIN: Duration = Duration::from_secs(2);
@@ -39,47 +39,68 @@ const DRAIN: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone)]
 pub struct Runner {
     pub exe: PathBuf,
-    /// The working directory of each test (the package root, as under `cargo test`).
-    pub cwd: PathBuf,
     pub timeout: Duration,
     pub jobs: usize,
+    pub sandbox: Sandbox,
+    /// This grade's secret: only records that carry it are verdicts.
+    pub key: String,
+    /// Environment for the tests, e.g. the learner's language.
+    pub envs: Vec<(String, String)>,
 }
 
 impl Runner {
-    fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.exe);
-        cmd.current_dir(&self.cwd)
-            .env("RUST_BACKTRACE", "0")
-            .env("CARGO_MANIFEST_DIR", &self.cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd
+    fn start(&self, orders: Orders<'_>) -> std::io::Result<TestProcess> {
+        let envs: Vec<(&str, &str)> = self
+            .envs
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        TestProcess::start(&self.exe, &self.sandbox, &self.key, orders, &envs)
+    }
+
+    /// Test processes alive at once: [`MAX_LIVE`], fewer when that many at the memory limit would not fit
+    /// in half of this machine's memory, never fewer than the jobs.
+    pub fn max_live(&self) -> usize {
+        let memory = self.sandbox.limits().memory.max(1);
+        let fit = crate::process::total_memory()
+            .map(|total| (total / 2 / memory) as usize)
+            .unwrap_or(MAX_LIVE);
+        fit.clamp(self.jobs.max(1), MAX_LIVE.max(self.jobs))
     }
 
     /// Every test the executable holds, by full name.
     pub async fn list(&self) -> Result<Vec<String>, String> {
-        let mut cmd = self.command();
-        cmd.args(libtest::LIST_ARGS);
-        let out = run_one(cmd, self.timeout.max(Duration::from_secs(10)), None)
-            .await
-            .map_err(|e| e.to_string())?;
-        match out.status {
-            Some(status) if status.success() => Ok(libtest::parse_list(&out.stdout)),
-            _ => Err(format!("{}{}", out.stdout, out.stderr)),
+        let mut process = self.start(Orders::List).map_err(|e| e.to_string())?;
+        let mut names = Vec::new();
+        let listing = async {
+            while let Some(record) = process.verdicts.next().await {
+                if let Record::Listed { test } = record {
+                    names.push(test);
+                }
+            }
+            process.child.wait().await
+        };
+        let status = tokio::time::timeout(self.timeout.max(Duration::from_secs(10)), listing).await;
+        process.group.kill();
+        match status {
+            Ok(Ok(status)) if status.success() => Ok(names),
+            _ => {
+                let (stdout, stderr) = drain(process.stdout, process.stderr).await;
+                Err(format!("{}{}", stdout.text(), stderr.text()))
+            }
         }
     }
 
     /// Runs the tests, each batch in one process first (see [`batches`]); every test a batch leaves
     /// without a verdict runs again alone. Calls `on_done` as each test finishes. Results come back in the
-    /// order of the batches and their names. Ignored tests are left out.
+    /// order of the batches and their names.
     pub async fn run(
         &self,
         batches: &[Vec<String>],
         on_done: &dyn Fn(&TestResult),
     ) -> Vec<TestResult> {
         let slots = Arc::new(Semaphore::new(self.jobs.max(1)));
-        let live = Arc::new(Semaphore::new(MAX_LIVE.max(self.jobs)));
+        let live = Arc::new(Semaphore::new(self.max_live()));
         let mut set = JoinSet::new();
         let spawn = |set: &mut JoinSet<Vec<Job>>, job: Job| {
             let (slots, live, runner) = (slots.clone(), live.clone(), self.clone());
@@ -89,7 +110,8 @@ impl Runner {
                 match job {
                     Job::Batch(names) => runner.run_batch(names, slot).await,
                     Job::Alone(name) => {
-                        vec![Job::Done(name.clone(), runner.run_test(name, slot).await)]
+                        let result = runner.run_alone(name.clone(), slot).await;
+                        vec![Job::Done(name, result)]
                     }
                     Job::Done(..) => unreachable!("only batches and single tests are spawned"),
                 }
@@ -102,12 +124,11 @@ impl Runner {
             };
             spawn(&mut set, job);
         }
-        let mut results: std::collections::HashMap<String, TestResult> = Default::default();
+        let mut results: HashMap<String, TestResult> = HashMap::new();
         while let Some(joined) = set.join_next().await {
             for job in joined.expect("a test task never panics") {
                 match job {
-                    Job::Done(_, None) => {}
-                    Job::Done(name, Some(result)) => {
+                    Job::Done(name, result) => {
                         on_done(&result);
                         results.insert(name, result);
                     }
@@ -122,113 +143,61 @@ impl Runner {
             .collect()
     }
 
-    /// Runs `names` in one process, following libtest's output. Stops at the first sign of trouble: a test
-    /// still running after [`SLOW`], a crash, an early exit. Tests that ended keep their verdicts (a failed
-    /// one only once its captured output arrived); every other test comes back as a job to run alone.
+    /// Runs `names` in one process, following its records. Stops at the first sign of trouble: a test
+    /// still running after [`SLOW`], or the process ending. Tests that got a verdict keep it; every other
+    /// test comes back as a job to run alone.
     async fn run_batch(
         &self,
         names: Vec<String>,
         slot: tokio::sync::OwnedSemaphorePermit,
     ) -> Vec<Job> {
-        use tokio::io::AsyncReadExt;
-
-        let mut cmd = self.command();
-        cmd.args(libtest::batch_args(&names));
-        let Ok((mut child, group)) = process::spawn(&mut cmd) else {
+        let Ok(mut process) = self.start(Orders::Run(&names)) else {
             return names.into_iter().map(Job::Alone).collect();
         };
-        let stderr = tokio::spawn(process::capture(child.stderr.take().expect("piped stderr")));
-        let mut stdout = child.stdout.take().expect("piped stdout");
-        let mut text = Vec::new();
-        let mut buf = vec![0u8; 16 * 1024];
-        // When each test started, and when its verdict was seen.
-        let mut started: std::collections::HashMap<String, Instant> = Default::default();
-        let mut durations: std::collections::HashMap<String, Duration> = Default::default();
-        let mut current: Option<(String, Instant)> = None;
-        let mut last_output = Instant::now();
-        let stalled = loop {
-            // A test gets SLOW; libtest itself (starting, reporting) gets the whole timeout.
-            let deadline = match &current {
-                Some((_, started)) => *started + SLOW,
-                None => last_output + self.timeout,
-            };
-            tokio::select! {
-                read = stdout.read(&mut buf) => match read {
-                    Ok(0) | Err(_) => break false,
-                    Ok(n) => text.extend_from_slice(&buf[..n]),
-                },
-                _ = tokio::time::sleep_until(deadline.into()) => break true,
-            }
-            if text.len() > BATCH_OUTPUT_LIMIT {
-                // Something writes around libtest's capture: let each test run alone, with bounded capture.
-                break true;
-            }
-            let progress = libtest::batch_progress(&String::from_utf8_lossy(&text));
-            let now = Instant::now();
-            last_output = now;
-            for (name, _) in &progress.finished {
-                if !durations.contains_key(name) {
-                    let from = started.get(name).copied().unwrap_or(now);
-                    durations.insert(name.clone(), now - from);
-                }
-            }
-            current = progress.running.map(|name| {
-                let at = *started.entry(name.clone()).or_insert(now);
-                (name, at)
-            });
-        };
-        let status = match stalled {
-            true => None,
-            false => tokio::time::timeout(self.timeout, child.wait())
-                .await
-                .ok()
-                .and_then(Result::ok),
-        };
-        group.kill();
-        if status.is_none() {
-            let _ = child.wait().await;
-        }
-        drop(group);
-        drop(slot);
-        stderr.abort();
-
-        let text = String::from_utf8_lossy(&text);
-        let progress = libtest::batch_progress(&text);
-        let whole =
-            progress.complete && status.is_some_and(|s| s.success() || s.code() == Some(101));
-        let sections = if whole {
-            libtest::failure_sections(&text)
-        } else {
-            Vec::new()
-        };
         let mut jobs = Vec::new();
-        let mut judged = std::collections::HashSet::new();
-        for (name, verdict) in progress.finished {
-            let duration = durations.get(&name).copied().unwrap_or_default();
-            let outcome = match verdict {
-                libtest::Verdict::Ignored => {
-                    judged.insert(name.clone());
-                    jobs.push(Job::Done(name, None));
+        let mut judged = HashSet::new();
+        let mut current: Option<(String, Instant)> = None;
+        let started = Instant::now();
+        loop {
+            // A test gets SLOW; the harness itself (starting, reading its orders) gets the whole timeout.
+            let deadline = match &current {
+                Some((_, at)) => *at + SLOW,
+                None => started + self.timeout,
+            };
+            let record = tokio::select! {
+                record = process.verdicts.next() => record,
+                _ = tokio::time::sleep_until(deadline.into()) => break,
+            };
+            let Some(record) = record else { break };
+            let (name, outcome) = match record {
+                Record::Started { test } => {
+                    current = Some((test, Instant::now()));
                     continue;
                 }
-                libtest::Verdict::Ok => Outcome::Passed,
-                libtest::Verdict::Failed => {
-                    match sections.iter().find(|(n, _)| *n == name) {
-                        Some((_, printed)) => libtest::failure(&name, printed),
-                        None => continue, // no message: run it alone to get one
-                    }
-                }
+                Record::Passed { test } => (test, Outcome::Passed),
+                Record::Failed { test, message } => (test, Outcome::Panicked { message }),
+                Record::Listed { .. } => continue,
             };
-            judged.insert(name.clone());
-            jobs.push(Job::Done(
-                name.clone(),
-                Some(TestResult {
-                    name,
-                    outcome,
-                    duration,
-                }),
-            ));
+            let duration = match current.take() {
+                Some((running, at)) if running == name => at.elapsed(),
+                _ => Duration::ZERO,
+            };
+            if names.contains(&name) && judged.insert(name.clone()) {
+                jobs.push(Job::Done(
+                    name.clone(),
+                    TestResult {
+                        name,
+                        outcome,
+                        duration,
+                    },
+                ));
+            }
         }
+        process.group.kill();
+        let _ = process.child.wait().await;
+        drop(slot);
+        process.stdout.abort();
+        process.stderr.abort();
         jobs.extend(
             names
                 .into_iter()
@@ -238,37 +207,83 @@ impl Runner {
         jobs
     }
 
-    async fn run_test(
-        &self,
-        name: String,
-        slot: tokio::sync::OwnedSemaphorePermit,
-    ) -> Option<TestResult> {
+    /// Runs one test in a process of its own, with the full timeout. The process group is killed at the
+    /// timeout, and in any case once the leader has exited (nothing a test started survives it). `slot`
+    /// is released after [`SLOW`].
+    async fn run_alone(&self, name: String, slot: tokio::sync::OwnedSemaphorePermit) -> TestResult {
         let started = Instant::now();
-        let mut cmd = self.command();
-        cmd.args(libtest::run_args(&name));
-        let outcome = match run_one(cmd, self.timeout, Some(slot)).await {
-            Err(e) => Some(Outcome::Failed {
-                output: format!("could not start the test: {e}"),
-            }),
-            Ok(Output {
-                status: None,
-                stdout,
-                stderr,
-            }) => Some(Outcome::TimedOut {
-                after: self.timeout,
-                output: libtest::learner_output(&name, &stdout, &stderr),
-            }),
-            Ok(Output {
-                status: Some(status),
-                stdout,
-                stderr,
-            }) => libtest::interpret(&name, status, &stdout, &stderr),
-        };
-        outcome.map(|outcome| TestResult {
-            name,
+        let result = |outcome| TestResult {
+            name: name.clone(),
             outcome,
             duration: started.elapsed(),
-        })
+        };
+        let names = [name.clone()];
+        let mut process = match self.start(Orders::Run(&names)) {
+            Ok(process) => process,
+            Err(e) => {
+                return result(Outcome::Failed {
+                    output: format!("could not start the test: {e}"),
+                })
+            }
+        };
+        let mut slot = Some(slot);
+        let deadline = tokio::time::sleep(self.timeout);
+        tokio::pin!(deadline);
+        let slow = tokio::time::sleep(SLOW);
+        tokio::pin!(slow);
+        let mut verdict = None;
+        let mut began = false;
+        let mut channel_open = true;
+        let status = loop {
+            tokio::select! {
+                record = process.verdicts.next(), if channel_open => match record {
+                    Some(Record::Started { test }) if test == name => began = true,
+                    Some(Record::Passed { test }) if test == name => verdict = Some(Outcome::Passed),
+                    Some(Record::Failed { test, message }) if test == name => {
+                        verdict = Some(Outcome::Panicked { message })
+                    }
+                    Some(_) => {}
+                    None => channel_open = false,
+                },
+                status = process.child.wait() => break status.ok(),
+                _ = &mut deadline => break None,
+                _ = &mut slow, if slot.is_some() => slot = None,
+            }
+        };
+        process.group.kill();
+        if status.is_none() {
+            // Reap the killed leader.
+            let _ = process.child.wait().await;
+        }
+        // Records written just before the process ended are still in the pipe.
+        while channel_open && verdict.is_none() {
+            match tokio::time::timeout(DRAIN, process.verdicts.next()).await {
+                Ok(Some(Record::Passed { test })) if test == name => verdict = Some(Outcome::Passed),
+                Ok(Some(Record::Failed { test, message })) if test == name => {
+                    verdict = Some(Outcome::Panicked { message })
+                }
+                Ok(Some(Record::Started { test })) if test == name => began = true,
+                Ok(Some(_)) => {}
+                _ => channel_open = false,
+            }
+        }
+        drop(slot);
+        let (stdout, stderr) = drain(process.stdout, process.stderr).await;
+        let output = format!("{}{}", stdout.text(), stderr.text());
+        let outcome = match (verdict, status) {
+            (Some(verdict), _) => verdict,
+            (None, None) => Outcome::TimedOut {
+                after: self.timeout,
+                output,
+            },
+            (None, Some(status)) => super::outcome::ended_without_verdict(
+                status,
+                began,
+                output,
+                self.sandbox.limits().memory,
+            ),
+        };
+        result(outcome)
     }
 }
 
@@ -278,61 +293,27 @@ enum Job {
     Batch(Vec<String>),
     /// One test in its own process.
     Alone(String),
-    /// A test's result (`None`: ignored).
-    Done(String, Option<TestResult>),
+    /// A test's result.
+    Done(String, TestResult),
 }
 
-struct Output {
-    /// `None` when the timeout struck.
-    status: Option<std::process::ExitStatus>,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `cmd` in its own process group, killing the whole group at `timeout`, and in any case once the
-/// leader has exited (nothing a test started survives it). `slot` is released after [`SLOW`].
-async fn run_one(
-    mut cmd: Command,
-    timeout: Duration,
-    mut slot: Option<tokio::sync::OwnedSemaphorePermit>,
-) -> std::io::Result<Output> {
-    let (mut child, group) = process::spawn(&mut cmd)?;
-    let stdout = tokio::spawn(process::capture(child.stdout.take().expect("piped stdout")));
-    let stderr = tokio::spawn(process::capture(child.stderr.take().expect("piped stderr")));
-    let deadline = tokio::time::sleep(timeout);
-    tokio::pin!(deadline);
-    let slow = tokio::time::sleep(SLOW);
-    tokio::pin!(slow);
-    let status = loop {
-        tokio::select! {
-            status = child.wait() => break Some(status?),
-            _ = &mut deadline => break None,
-            _ = &mut slow, if slot.is_some() => slot = None,
-        }
-    };
-    group.kill();
-    if status.is_none() {
-        // Reap the killed leader.
-        let _ = child.wait().await;
-    }
-    drop(group);
-    drop(slot);
-    let drain = |h: tokio::task::JoinHandle<process::Captured>| async move {
+/// What the process wrote to stdout and stderr; a pipe still held open past [`DRAIN`] (by a process that
+/// left the group) gives what was read so far.
+async fn drain(
+    stdout: tokio::task::JoinHandle<Captured>,
+    stderr: tokio::task::JoinHandle<Captured>,
+) -> (Captured, Captured) {
+    let one = |h: tokio::task::JoinHandle<Captured>| async move {
         let abort = h.abort_handle();
         match tokio::time::timeout(DRAIN, h).await {
-            Ok(Ok(c)) => c.text(),
+            Ok(Ok(c)) => c,
             _ => {
                 abort.abort();
-                String::new()
+                Captured::default()
             }
         }
     };
-    let (stdout, stderr) = tokio::join!(drain(stdout), drain(stderr));
-    Ok(Output {
-        status,
-        stdout,
-        stderr,
-    })
+    tokio::join!(one(stdout), one(stderr))
 }
 
 /// Splits `names` into `jobs` batches of about equal size, in order: one process per core.

@@ -27,9 +27,10 @@ use tokio::time::{Instant, MissedTickBehavior};
 use crate::catalog::Catalog;
 use crate::error::{Result, UserError};
 use crate::grade::{self, GradeOptions, GradeResult, Stage};
+use crate::cli::LimitArgs;
 use crate::i18n::Lang;
 use crate::metadata::Practice;
-use crate::{cache, process};
+use crate::process;
 
 use changes::Changes;
 use screen::View;
@@ -45,18 +46,12 @@ pub fn run(
     lang: Lang,
     dir: PathBuf,
     poll: bool,
-    timeout: u64,
+    limits: LimitArgs,
 ) -> Result<ExitCode> {
     let practice = Practice::open(catalog, lang, &dir)?;
-    if timeout == 0 {
-        return Err(UserError::new(lang.t("grade-bad-timeout", &[])));
-    }
-    let cache = cache::root().ok_or_else(|| {
-        UserError::new(lang.t("grade-no-cache", &[])).with_fix(lang.t("grade-no-cache-fix", &[]))
-    })?;
+    let mut opts = GradeOptions::from_args(&limits, lang)?;
     let tty = std::io::stdout().is_terminal();
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let mut opts = GradeOptions::new(cache, Duration::from_secs(timeout));
     opts.color = tty && !no_color;
 
     let runtime = tokio::runtime::Builder::new_current_thread()

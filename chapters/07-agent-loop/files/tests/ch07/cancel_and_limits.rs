@@ -12,7 +12,6 @@ use crate::support::*;
 
 /// Step 5: a signal aborted before the run starts means no model call at all: steps 0, the caller's
 /// messages returned as given, a single turn_end(aborted) and nothing else.
-#[tokio::test(start_paused = true)]
 async fn an_abort_before_the_run_calls_no_model_and_returns_zero_steps() {
     let run = setup(vec![text_reply("never requested")]);
     run.signal().cancel();
@@ -115,7 +114,6 @@ fn check_aborted_batch(out: &Outcome, rule: &str) {
 
 /// Step 5: an abort while tools run lets the batch finish; its results are written and paired, the
 /// model is not asked again and the run ends aborted.
-#[tokio::test(start_paused = true)]
 async fn an_abort_during_a_batch_keeps_its_results_and_requests_nothing_more() {
     let out = abort_during_batch(8).await;
     check_aborted_batch(&out, "工具执行期间取消 / aborted while tools run");
@@ -123,7 +121,6 @@ async fn an_abort_during_a_batch_keeps_its_results_and_requests_nothing_more() {
 
 /// Step 5: the signal is checked right after a batch is written, so an abort during the last allowed
 /// batch ends the run aborted, not max_steps.
-#[tokio::test(start_paused = true)]
 async fn an_abort_during_the_last_allowed_batch_ends_aborted_not_max_steps() {
     let out = abort_during_batch(1).await;
     check_aborted_batch(
@@ -134,7 +131,6 @@ async fn an_abort_during_the_last_allowed_batch_ends_aborted_not_max_steps() {
 
 /// Step 5: the last allowed toolUse turn still executes and writes its results, then the run ends with
 /// max_steps: every message in the transcript is one the model or a tool really produced.
-#[tokio::test(start_paused = true)]
 async fn max_steps_writes_the_last_turns_results_then_ends_max_steps() {
     let (first, second) = (tool_use(vec![echo("t1")]), tool_use(vec![echo("t2")]));
     let runs = Arc::new(AtomicUsize::new(0));
@@ -179,7 +175,6 @@ async fn max_steps_writes_the_last_turns_results_then_ends_max_steps() {
 
 /// Step 5: reaching max_steps never invents a stop message: after the last tool_end comes only the
 /// turn_end, no assistant_message the model never produced.
-#[tokio::test(start_paused = true)]
 async fn reaching_max_steps_never_invents_a_stop_message() {
     let mut run = setup(vec![
         tool_use(vec![echo("t1")]),
@@ -218,7 +213,6 @@ async fn reaching_max_steps_never_invents_a_stop_message() {
 /// Step 5: every loop iteration consumes at most one model request, so the model is called exactly
 /// max_steps times when it keeps asking for tools; the limit holds before the first request too, so
 /// max_steps = 0 asks the model nothing.
-#[tokio::test(start_paused = true)]
 async fn the_model_is_called_exactly_max_steps_times_when_it_keeps_using_tools() {
     for max_steps in [3, 0] {
         let script = (1..=5)
@@ -243,3 +237,12 @@ async fn the_model_is_called_exactly_max_steps_times_when_it_keeps_using_tools()
         out.assert_ends(RunReason::MaxSteps, &format!("max_steps = {max_steps}"));
     }
 }
+
+crate::tests![
+    an_abort_before_the_run_calls_no_model_and_returns_zero_steps,
+    an_abort_during_a_batch_keeps_its_results_and_requests_nothing_more,
+    an_abort_during_the_last_allowed_batch_ends_aborted_not_max_steps,
+    max_steps_writes_the_last_turns_results_then_ends_max_steps,
+    reaching_max_steps_never_invents_a_stop_message,
+    the_model_is_called_exactly_max_steps_times_when_it_keeps_using_tools,
+];

@@ -46,7 +46,6 @@ async fn run_slow_fast() -> (Outcome, Arc<Bench>) {
 
 /// Step 4: the calls of one batch overlap: both have started (and emitted tool_start) before either
 /// finishes; each runs exactly once.
-#[tokio::test(start_paused = true)]
 async fn both_calls_start_before_either_is_released() {
     let (out, bench) = run_slow_fast().await;
 
@@ -76,7 +75,6 @@ async fn both_calls_start_before_either_is_released() {
 }
 
 /// Step 4: completion order decides only when events appear: fast's tool_end comes first.
-#[tokio::test(start_paused = true)]
 async fn the_fast_tool_end_is_emitted_before_the_slow_one() {
     let (out, _) = run_slow_fast().await;
 
@@ -94,7 +92,6 @@ async fn the_fast_tool_end_is_emitted_before_the_slow_one() {
 
 /// Step 4: results are written in the order of the calls in the assistant message (slow, fast), not in
 /// completion order.
-#[tokio::test(start_paused = true)]
 async fn results_are_written_in_call_order_not_completion_order() {
     let (out, _) = run_slow_fast().await;
 
@@ -121,7 +118,6 @@ async fn results_are_written_in_call_order_not_completion_order() {
 }
 
 /// Invariant 2: the next request, sent only after the whole batch, holds both results, slow then fast.
-#[tokio::test(start_paused = true)]
 async fn the_next_request_holds_slow_then_fast() {
     let (out, _) = run_slow_fast().await;
 
@@ -170,7 +166,6 @@ fn check_failed(messages: &[Message], id: &str, name: &str, message: &str) {
 
 /// Step 4: an executor that returns an error becomes an error result with the same id and name and
 /// the error's Display message; its sibling still finishes and both are written before the next request.
-#[tokio::test(start_paused = true)]
 async fn an_executor_error_becomes_a_paired_result_and_the_sibling_still_finishes() {
     let calls = vec![
         call("boom", "explode", json!({})),
@@ -211,7 +206,6 @@ async fn an_executor_error_becomes_a_paired_result_and_the_sibling_still_finishe
 
 /// Step 4: an executor that panics (with a &str or a String payload) becomes an error result with the
 /// same id and name and the payload as message, without location or backtrace; the sibling finishes.
-#[tokio::test(start_paused = true)]
 async fn a_panicking_executor_becomes_a_paired_result_without_location_or_backtrace() {
     let calls = vec![
         call("p1", "crash", json!({})),
@@ -272,7 +266,6 @@ async fn a_panicking_executor_becomes_a_paired_result_without_location_or_backtr
 
 /// Step 4: every call of a batch gets a context of its own, as a lone call does (step 2): its own call
 /// id, progress reported under its own id (not the first call's, not dropped), and the run's signal.
-#[tokio::test(start_paused = true)]
 async fn each_call_of_a_batch_gets_its_own_id_progress_and_the_runs_signal() {
     let calls = vec![
         call("r1", "report", json!({})),
@@ -316,7 +309,6 @@ async fn each_call_of_a_batch_gets_its_own_id_progress_and_the_runs_signal() {
 
 /// Step 4: a call alone in its turn is guarded like one in a batch: an executor error in one turn and
 /// a panic in the next each become a paired error result, and the run goes on to its stop.
-#[tokio::test(start_paused = true)]
 async fn a_lone_failing_call_becomes_a_paired_result_too() {
     let mut run = setup(vec![
         tool_use(vec![call("boom", "explode", json!({}))]),
@@ -351,3 +343,14 @@ async fn a_lone_failing_call_becomes_a_paired_result_too() {
         "单个调用失败不会终止运行 / a lone failure does not end the run",
     );
 }
+
+crate::tests![
+    both_calls_start_before_either_is_released,
+    the_fast_tool_end_is_emitted_before_the_slow_one,
+    results_are_written_in_call_order_not_completion_order,
+    the_next_request_holds_slow_then_fast,
+    an_executor_error_becomes_a_paired_result_and_the_sibling_still_finishes,
+    a_panicking_executor_becomes_a_paired_result_without_location_or_backtrace,
+    each_call_of_a_batch_gets_its_own_id_progress_and_the_runs_signal,
+    a_lone_failing_call_becomes_a_paired_result_too,
+];

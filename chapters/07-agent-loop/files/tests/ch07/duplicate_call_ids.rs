@@ -12,7 +12,6 @@ const DUPLICATE_TEXT: &str =
 
 /// Bonus: two calls sharing one id are both answered with a duplicate-call-id result, in call order;
 /// neither runs, the model is not asked again and the run ends with error.
-#[tokio::test(start_paused = true)]
 async fn calls_that_share_an_id_never_run_and_each_gets_a_duplicate_result() {
     let calls = vec![
         call("dup", "write", json!({ "text": "first" })),
@@ -51,7 +50,6 @@ async fn calls_that_share_an_id_never_run_and_each_gets_a_duplicate_result() {
 
 /// Bonus: a call with a unique id beside two that repeat one still gets exactly one result in its
 /// place and runs at most once; the repeated ones never run.
-#[tokio::test(start_paused = true)]
 async fn a_unique_sibling_of_repeated_ids_gets_exactly_one_result() {
     let calls = vec![
         call("dup", "write", json!({ "text": "first" })),
@@ -75,3 +73,8 @@ async fn a_unique_sibling_of_repeated_ids_gets_exactly_one_result() {
     );
     out.assert_ends(RunReason::Error, "重复的 call id / repeated call id");
 }
+
+crate::tests![
+    calls_that_share_an_id_never_run_and_each_gets_a_duplicate_result,
+    a_unique_sibling_of_repeated_ids_gets_exactly_one_result,
+];

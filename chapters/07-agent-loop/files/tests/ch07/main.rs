@@ -12,6 +12,26 @@
 //! The tests judge what the loop does (requests, events, transcript, result), never how it is built.
 //! Every test runs on a paused clock and is bounded: a loop that hangs fails with a message instead of
 //! waiting forever. These files are given: change `src/agent_loop.rs`, not the tests.
+//!
+//! The target runs on the course's own harness (`harness/`): by hand it behaves like `cargo test`;
+//! under `pi-course grade` it reports each verdict over a channel the code under test cannot reach.
+
+/// Registers a module's tests with the harness: `tests![a, b]` defines `tests()`, naming each test
+/// `<module>::<function>`.
+macro_rules! tests {
+    ($($name:ident),* $(,)?) => {
+        pub fn tests() -> Vec<pi_course_harness::Test> {
+            let module = module_path!().rsplit("::").next().unwrap_or_default();
+            vec![$(
+                pi_course_harness::Test::new(
+                    format!("{module}::{}", stringify!($name)),
+                    || crate::support::block_on($name()),
+                )
+            ),*]
+        }
+    };
+}
+pub(crate) use tests;
 
 mod support;
 
@@ -21,3 +41,17 @@ mod duplicate_call_ids;
 mod non_executing;
 mod plain_stop;
 mod single_tool;
+
+fn main() -> std::process::ExitCode {
+    pi_course_harness::run(
+        [
+            plain_stop::tests(),
+            single_tool::tests(),
+            non_executing::tests(),
+            concurrent_tools::tests(),
+            cancel_and_limits::tests(),
+            duplicate_call_ids::tests(),
+        ]
+        .concat(),
+    )
+}

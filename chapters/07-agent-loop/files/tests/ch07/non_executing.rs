@@ -91,7 +91,6 @@ async fn check_branch(stop: StopReason, reason: &str, text: &str, ends: RunReaso
 
 /// Step 3, the chapter's own break: a truncated (length) response with calls executes none of them,
 /// pairs each with a skipped result and ends the run with length.
-#[tokio::test(start_paused = true)]
 async fn length_with_calls_executes_nothing_and_skips_each_call() {
     check_branch(
         StopReason::Length,
@@ -104,7 +103,6 @@ async fn length_with_calls_executes_nothing_and_skips_each_call() {
 }
 
 /// Step 3: the skipped result of a length call has exactly the chapter's wire form.
-#[tokio::test(start_paused = true)]
 async fn the_length_skipped_result_matches_the_chapters_wire_example() {
     let out = setup(vec![with_calls(StopReason::Length, vec![echo("cut")])])
         .run()
@@ -138,7 +136,6 @@ async fn the_length_skipped_result_matches_the_chapters_wire_example() {
 }
 
 /// Step 3: an injected executor is never called for a truncated response either.
-#[tokio::test(start_paused = true)]
 async fn length_never_reaches_an_injected_executor() {
     let mut run = setup(vec![with_calls(
         StopReason::Length,
@@ -158,7 +155,6 @@ async fn length_never_reaches_an_injected_executor() {
 
 /// Step 3: a response that ended with an error executes none of its calls, pairs each with a skipped
 /// result (reason error) and ends the run with error.
-#[tokio::test(start_paused = true)]
 async fn error_with_calls_executes_nothing_and_ends_error() {
     check_branch(
         StopReason::Error,
@@ -172,7 +168,6 @@ async fn error_with_calls_executes_nothing_and_ends_error() {
 
 /// Step 3: an aborted response executes none of its calls, pairs each with a skipped result (reason
 /// aborted) and ends the run with aborted.
-#[tokio::test(start_paused = true)]
 async fn aborted_with_calls_executes_nothing_and_ends_aborted() {
     check_branch(
         StopReason::Aborted,
@@ -186,7 +181,6 @@ async fn aborted_with_calls_executes_nothing_and_ends_aborted() {
 
 /// Decision table: calls under stop are a protocol contradiction: they are not executed, each gets an
 /// unexpected-stop skipped result, and the run ends with error.
-#[tokio::test(start_paused = true)]
 async fn stop_with_calls_writes_unexpected_stop_results_and_ends_error() {
     check_branch(
         StopReason::Stop,
@@ -200,7 +194,6 @@ async fn stop_with_calls_writes_unexpected_stop_results_and_ends_error() {
 
 /// Decision table: toolUse without any call cannot continue: no result is written, the model is not
 /// asked again, and the run ends with error.
-#[tokio::test(start_paused = true)]
 async fn tool_use_without_calls_ends_error_without_any_result() {
     let message = AssistantMessage {
         content: vec![ContentBlock::text("I will use a tool now.")],
@@ -236,7 +229,6 @@ async fn tool_use_without_calls_ends_error_without_any_result() {
 
 /// Decision table: length, error and aborted without any call still end the run with their own reason
 /// (only a stop without calls is a stop): no result is written and the model is not asked again.
-#[tokio::test(start_paused = true)]
 async fn length_error_and_aborted_without_calls_end_with_their_own_reason() {
     let rows = [
         (StopReason::Length, RunReason::Length),
@@ -267,3 +259,14 @@ async fn length_error_and_aborted_without_calls_end_with_their_own_reason() {
         );
     }
 }
+
+crate::tests![
+    length_with_calls_executes_nothing_and_skips_each_call,
+    the_length_skipped_result_matches_the_chapters_wire_example,
+    length_never_reaches_an_injected_executor,
+    error_with_calls_executes_nothing_and_ends_error,
+    aborted_with_calls_executes_nothing_and_ends_aborted,
+    stop_with_calls_writes_unexpected_stop_results_and_ends_error,
+    tool_use_without_calls_ends_error_without_any_result,
+    length_error_and_aborted_without_calls_end_with_their_own_reason,
+];

@@ -10,7 +10,6 @@ use crate::support::*;
 
 /// Step 1: a request carries the run's system prompt, a copy of the caller's messages and every tool
 /// definition of the registry, even when the script never calls a tool.
-#[tokio::test(start_paused = true)]
 async fn the_request_holds_system_prompt_caller_messages_and_every_tool_definition() {
     let mut run = setup(vec![text_reply("Here are the files.")]);
     run.options.tools = counting_tools(&Arc::new(AtomicUsize::new(0)));
@@ -44,7 +43,6 @@ async fn the_request_holds_system_prompt_caller_messages_and_every_tool_definiti
 
 /// Step 1: the loop clones the caller's messages once and never writes to the shared context; the
 /// returned transcript is the caller's history followed by the final assistant message.
-#[tokio::test(start_paused = true)]
 async fn the_callers_context_is_left_untouched_and_the_transcript_extends_a_copy() {
     let reply = text_reply("Here are the files.");
     let out = setup(vec![reply.clone()]).run().await;
@@ -61,7 +59,6 @@ async fn the_callers_context_is_left_untouched_and_the_transcript_extends_a_copy
 
 /// Step 1: every model event of the stream is forwarded as a model_event, in stream order, before the
 /// single assistant_message; then turn_end(stop) closes the run.
-#[tokio::test(start_paused = true)]
 async fn model_events_are_forwarded_before_the_single_assistant_message() {
     let reply = text_reply("Here are the files.");
     let out = setup(vec![reply.clone()]).run().await;
@@ -84,7 +81,6 @@ async fn model_events_are_forwarded_before_the_single_assistant_message() {
 
 /// Invariant 1: the final message is appended exactly once and no streaming partial ever is, even when
 /// the stream produced several growing partials.
-#[tokio::test(start_paused = true)]
 async fn the_final_message_is_appended_once_and_no_partial_ever_is() {
     let reply = AssistantMessage {
         content: vec![
@@ -108,7 +104,6 @@ async fn the_final_message_is_appended_once_and_no_partial_ever_is() {
 }
 
 /// Invariant 3: a plain stop ends the run with exactly one turn_end(stop), one model call and steps = 1.
-#[tokio::test(start_paused = true)]
 async fn a_plain_stop_ends_with_one_turn_end_one_call_and_one_step() {
     let out = setup(vec![text_reply("done"), text_reply("never requested")])
         .run()
@@ -130,3 +125,11 @@ async fn a_plain_stop_ends_with_one_turn_end_one_call_and_one_step() {
         out.result.steps
     );
 }
+
+crate::tests![
+    the_request_holds_system_prompt_caller_messages_and_every_tool_definition,
+    the_callers_context_is_left_untouched_and_the_transcript_extends_a_copy,
+    model_events_are_forwarded_before_the_single_assistant_message,
+    the_final_message_is_appended_once_and_no_partial_ever_is,
+    a_plain_stop_ends_with_one_turn_end_one_call_and_one_step,
+];

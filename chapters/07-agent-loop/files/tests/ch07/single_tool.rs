@@ -11,7 +11,6 @@ use crate::support::*;
 
 /// Step 2: one call runs as tool_start → tool_progress → tool_end, and only then comes the next request
 /// (its model events follow the tool_end).
-#[tokio::test(start_paused = true)]
 async fn tool_events_run_start_progress_end_then_the_next_request() {
     let (first, second) = (
         tool_use(vec![echo("call-1")]),
@@ -43,7 +42,6 @@ async fn tool_events_run_start_progress_end_then_the_next_request() {
 
 /// Step 2: report_progress becomes a tool_progress event that carries the call id and the reported
 /// content, also when the executor is injected.
-#[tokio::test(start_paused = true)]
 async fn progress_is_forwarded_with_the_call_id_and_its_content() {
     let mut run = setup(vec![
         tool_use(vec![call("call-3", "report", json!({}))]),
@@ -67,7 +65,6 @@ async fn progress_is_forwarded_with_the_call_id_and_its_content() {
 /// Step 2: the executor receives the call's id in its context and the run's own signal: cancelling
 /// the run's signal (here after the run, so no cancellation rule of step 5 is involved) is seen by the
 /// token the executor was given.
-#[tokio::test(start_paused = true)]
 async fn the_executor_gets_the_call_id_and_the_runs_signal() {
     let mut run = setup(vec![
         tool_use(vec![call("call-7", "lookup", json!({}))]),
@@ -100,7 +97,6 @@ async fn the_executor_gets_the_call_id_and_the_runs_signal() {
 
 /// Invariant 2: the second request sees the whole causal chain: the caller's messages, the assistant
 /// with the call, then the tool result with the same id and name.
-#[tokio::test(start_paused = true)]
 async fn the_second_request_sees_the_assistant_then_its_paired_result() {
     let first = tool_use(vec![echo("call-1")]);
     let mut run = setup(vec![first.clone(), text_reply("done")]);
@@ -151,7 +147,6 @@ async fn the_second_request_sees_the_assistant_then_its_paired_result() {
 
 /// Step 2: the executor's result is written as is: content, details and error flag pass through
 /// unchanged to the transcript and to the tool_end event.
-#[tokio::test(start_paused = true)]
 async fn the_executors_result_passes_through_with_its_details() {
     let the_call = call("call-2", "lookup", json!({ "key": "a" }));
     let mut run = setup(vec![tool_use(vec![the_call.clone()]), text_reply("done")]);
@@ -178,7 +173,6 @@ async fn the_executors_result_passes_through_with_its_details() {
 
 /// Invariants 1 and 3: a round trip is two model turns: user, assistant(call), result, final assistant;
 /// the tool runs once and one turn_end(stop) closes the run.
-#[tokio::test(start_paused = true)]
 async fn a_round_trip_runs_the_tool_once_and_stops_after_two_steps() {
     let runs = Arc::new(AtomicUsize::new(0));
     let mut run = setup(vec![tool_use(vec![echo("call-1")]), text_reply("done")]);
@@ -211,7 +205,6 @@ async fn a_round_trip_runs_the_tool_once_and_stops_after_two_steps() {
 /// Step 1: the loop snapshots the caller's context once. While a tool runs, the caller can still lock
 /// and read it (the loop holds no lock across an await), sees it unchanged, and what the caller adds
 /// during the run does not leak into the run's transcript.
-#[tokio::test(start_paused = true)]
 async fn the_shared_context_is_snapshotted_once_and_stays_readable_while_a_tool_runs() {
     let mut run = setup(vec![
         tool_use(vec![call("call-1", "lookup", json!({}))]),
@@ -248,3 +241,13 @@ async fn the_shared_context_is_snapshotted_once_and_stays_readable_while_a_tool_
          the second request must come from the run's own copy, not re-read from the shared context"
     );
 }
+
+crate::tests![
+    tool_events_run_start_progress_end_then_the_next_request,
+    progress_is_forwarded_with_the_call_id_and_its_content,
+    the_executor_gets_the_call_id_and_the_runs_signal,
+    the_second_request_sees_the_assistant_then_its_paired_result,
+    the_executors_result_passes_through_with_its_details,
+    a_round_trip_runs_the_tool_once_and_stops_after_two_steps,
+    the_shared_context_is_snapshotted_once_and_stays_readable_while_a_tool_runs,
+];

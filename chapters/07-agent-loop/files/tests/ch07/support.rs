@@ -562,6 +562,16 @@ impl Model for Guarded {
 
 pub type Driver = Pin<Box<dyn Future<Output = ()>>>;
 
+/// Runs one test's future to its end on a current-thread runtime whose clock is paused.
+pub fn block_on(test: impl Future<Output = ()>) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("a test runtime")
+        .block_on(test)
+}
+
 impl Setup {
     pub fn signal(&self) -> CancellationToken {
         self.options.signal.clone()

@@ -1,0 +1,162 @@
+//! The grader's end of the verdict channel (see `harness/src/protocol.rs`, which both sides compile):
+//! start a test process with its orders and a per-grade key, then read its records.
+//!
+//! A test's verdict comes only from a record that carries the key. Nothing the process prints, and no way
+//! it can end, makes a pass: the key never reaches the code under test, and the descriptors it travels on
+//! are closed (orders) or unreachable (verdicts) before any test runs.
+
+#[path = "../../harness/src/protocol.rs"]
+mod protocol;
+
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::process::Stdio;
+
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
+
+pub use protocol::Record;
+
+use crate::process::{self, Captured, ProcessGroup};
+use crate::sandbox::{Sandbox, TestPaths};
+
+/// A fresh secret for one grade: 32 hex digits from the system's random source.
+pub fn new_key() -> io::Result<String> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// What a test process is told to do.
+pub enum Orders<'a> {
+    List,
+    Run(&'a [String]),
+}
+
+/// A running test process.
+pub struct TestProcess {
+    pub child: Child,
+    pub group: ProcessGroup,
+    pub verdicts: Verdicts,
+    pub stdout: JoinHandle<Captured>,
+    pub stderr: JoinHandle<Captured>,
+    /// The process's own scratch directory, removed when this value is dropped.
+    _scratch: tempfile::TempDir,
+}
+
+impl TestProcess {
+    /// Starts `exe` confined by `sandbox`, with `orders` and `key`.
+    pub fn start(
+        exe: &Path,
+        sandbox: &Sandbox,
+        key: &str,
+        orders: Orders<'_>,
+        envs: &[(&str, &str)],
+    ) -> io::Result<TestProcess> {
+        let scratch = tempfile::Builder::new()
+            .prefix("pi-course-test-")
+            .tempdir()?;
+        let (orders_read, mut orders_write) = io::pipe()?;
+        let (verdicts_read, verdicts_write) = io::pipe()?;
+        let text = match orders {
+            Orders::List => format!("{key}\n{}\n", protocol::LIST),
+            Orders::Run(names) => format!("{key}\n{}\n{}\n", protocol::RUN, names.join("\n")),
+        };
+        // The orders are small, but a pipe holds only so much: write them beside the child, not before.
+        let writer = std::thread::spawn(move || {
+            let _ = orders_write.write_all(text.as_bytes());
+        });
+
+        let mut cmd = Command::new(exe);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        sandbox.confine_test(
+            &mut cmd,
+            &TestPaths {
+                exe: exe.to_path_buf(),
+                scratch: scratch.path().to_path_buf(),
+            },
+        )?;
+        cmd.env(protocol::ENV, "1");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        hand_over(&mut cmd, [
+            (high_fd(orders_read.into())?, protocol::ORDERS_FD),
+            (high_fd(verdicts_write.into())?, protocol::VERDICTS_FD),
+        ]);
+        let spawned = process::spawn(&mut cmd);
+        // Our copies of the child's ends: closing them lets the verdict pipe end when the child does.
+        drop(cmd);
+        let (mut child, group) = spawned?;
+        let _ = writer.join();
+        let verdicts = pipe::Receiver::from_owned_fd(verdicts_read.into())?;
+        Ok(TestProcess {
+            stdout: tokio::spawn(process::capture(child.stdout.take().expect("piped stdout"))),
+            stderr: tokio::spawn(process::capture(child.stderr.take().expect("piped stderr"))),
+            child,
+            group,
+            verdicts: Verdicts {
+                lines: BufReader::new(verdicts).lines(),
+                key: key.to_string(),
+            },
+            _scratch: scratch,
+        })
+    }
+
+}
+
+/// The grader's end of a test process's verdict pipe.
+pub struct Verdicts {
+    lines: Lines<BufReader<pipe::Receiver>>,
+    key: String,
+}
+
+impl Verdicts {
+    /// The next record with this grade's key; `None` once the process closed the channel (it ended).
+    /// Lines without the key are not records and are skipped.
+    pub async fn next(&mut self) -> Option<Record> {
+        loop {
+            match self.lines.next_line().await {
+                Ok(Some(line)) => {
+                    if let Some(record) = Record::decode(&line, &self.key) {
+                        return Some(record);
+                    }
+                }
+                Ok(None) | Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// `fd` moved to a descriptor number of 10 or more (close-on-exec), so that placing it at 3 or 4 in the
+/// child never overwrites the other one.
+fn high_fd(fd: OwnedFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own returns a new one, which we then own.
+    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+    if new < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `new` is a fresh descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Places each `(descriptor, number)` at `number` in the child (without close-on-exec). The descriptors
+/// stay owned by the command, so they are closed in the grader once the command is dropped.
+fn hand_over(cmd: &mut Command, fds: [(OwnedFd, i32); 2]) {
+    // SAFETY: only dup2, which is async-signal-safe, runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            for (fd, number) in &fds {
+                if libc::dup2(fd.as_raw_fd(), *number) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}

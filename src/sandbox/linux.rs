@@ -1,0 +1,314 @@
+//! Linux: Landlock for the file system and TCP, seccomp for processes and sockets, resource limits, and
+//! `PR_SET_PDEATHSIG` so that no confined process outlives the grader.
+//!
+//! Everything that allocates (the Landlock ruleset and its rules, the seccomp programs) is built in the
+//! grader before it forks; between fork and exec the child only makes system calls, which is all that is
+//! safe in the child of a multi-threaded process.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule,
+};
+use tokio::process::Command;
+
+use super::{cargo_home, resolved, rustup_home, BuildPaths, Limits, TestPaths};
+
+/// The highest Landlock ABI whose rights this grader knows how to use.
+const KNOWN_ABI: i32 = 6;
+
+/// The Landlock ABI of the running kernel (0: none).
+fn kernel_abi() -> i32 {
+    // SAFETY: a query that takes no pointer (LANDLOCK_CREATE_RULESET_VERSION).
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32,
+        )
+    };
+    abi.max(0) as i32
+}
+
+pub fn support() -> Result<(), String> {
+    let abi = kernel_abi();
+    if abi < 1 {
+        return Err("this Linux kernel has no Landlock (Linux 5.13 or newer with Landlock enabled, \
+                    e.g. lsm=landlock, is needed): learner code runs with your rights"
+            .to_string());
+    }
+    // SAFETY: PR_GET_SECCOMP takes no pointer.
+    if unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } < 0 {
+        return Err("this Linux kernel has no seccomp filters: learner code runs with your rights"
+            .to_string());
+    }
+    Ok(())
+}
+
+fn abi() -> ABI {
+    ABI::from(kernel_abi().min(KNOWN_ABI))
+}
+
+/// A ruleset that handles every file-system right and TCP, and confines signals and abstract sockets to
+/// the sandbox where the kernel can.
+fn ruleset() -> Result<RulesetCreated, landlock::RulesetError> {
+    let abi = abi();
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(abi))?
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessNet::from_all(abi))?;
+    if abi >= ABI::V6 {
+        ruleset = ruleset.scope(Scope::from_all(abi))?;
+    }
+    ruleset.create()
+}
+
+fn add(
+    ruleset: RulesetCreated,
+    path: &Path,
+    access: BitFlags<AccessFs>,
+) -> Result<RulesetCreated, landlock::RulesetError> {
+    match PathFd::new(path) {
+        // A file gets only the rights that apply to files.
+        Ok(fd) => {
+            let access = if path.is_dir() {
+                access
+            } else {
+                access & AccessFs::from_file(abi())
+            };
+            ruleset.add_rule(PathBeneath::new(fd, access))
+        }
+        // A path this machine does not have (no /lib64, no ~/.cargo/git): nothing to allow.
+        Err(_) => Ok(ruleset),
+    }
+}
+
+fn landlock_error(e: landlock::RulesetError) -> io::Error {
+    io::Error::other(format!("sandbox: {e}"))
+}
+
+/// Read and execute: code a confined process may run or load.
+fn code() -> BitFlags<AccessFs> {
+    AccessFs::Execute | AccessFs::ReadFile | AccessFs::ReadDir
+}
+
+fn read() -> BitFlags<AccessFs> {
+    AccessFs::ReadFile | AccessFs::ReadDir
+}
+
+/// Where the system keeps shared libraries and the dynamic loader.
+const LIBRARIES: &[&str] = &["/lib", "/lib64", "/usr/lib", "/usr/lib64"];
+
+pub fn confine_test(
+    cmd: &mut Command,
+    paths: &TestPaths,
+    limits: Limits,
+    active: bool,
+) -> io::Result<()> {
+    let confinement = if active {
+        let mut ruleset = ruleset().map_err(landlock_error)?;
+        for dir in LIBRARIES {
+            ruleset = add(ruleset, Path::new(dir), code()).map_err(landlock_error)?;
+        }
+        ruleset = add(ruleset, Path::new("/etc/ld.so.cache"), read()).map_err(landlock_error)?;
+        ruleset = add(ruleset, &paths.exe, code()).map_err(landlock_error)?;
+        ruleset = add(ruleset, &paths.scratch, AccessFs::from_all(abi())).map_err(landlock_error)?;
+        Some((ruleset, test_filters()?))
+    } else {
+        None
+    };
+    let rlimits = [
+        (libc::RLIMIT_DATA, limits.memory),
+        (libc::RLIMIT_FSIZE, limits.file_size),
+        (libc::RLIMIT_CORE, 0),
+    ];
+    confine(cmd, rlimits, confinement);
+    Ok(())
+}
+
+pub fn confine_build(
+    cmd: &mut Command,
+    paths: &BuildPaths,
+    limits: Limits,
+    active: bool,
+) -> io::Result<()> {
+    let confinement = if active {
+        let mut ruleset = ruleset().map_err(landlock_error)?;
+        for dir in toolchain_dirs() {
+            ruleset = add(ruleset, &dir, code()).map_err(landlock_error)?;
+        }
+        if let Some(home) = cargo_home() {
+            // The downloaded packages and the user's cargo configuration (a mirror, say), never the
+            // credentials beside them.
+            for part in ["registry", "git", "config.toml", "config"] {
+                ruleset = add(ruleset, &home.join(part), read()).map_err(landlock_error)?;
+            }
+        }
+        for file in ["/etc/ld.so.cache", "/dev/urandom"] {
+            ruleset = add(ruleset, Path::new(file), read()).map_err(landlock_error)?;
+        }
+        let write = AccessFs::from_all(abi());
+        ruleset = add(ruleset, Path::new("/dev/null"), write).map_err(landlock_error)?;
+        ruleset = add(ruleset, &paths.package, read()).map_err(landlock_error)?;
+        std::fs::create_dir_all(super::tmp_dir(paths))?;
+        ruleset = add(ruleset, &paths.target, write).map_err(landlock_error)?;
+        Some((ruleset, Vec::new()))
+    } else {
+        None
+    };
+    // RLIMIT_CPU is the one bound on a compiler that evaluates a constant forever after the grader was
+    // killed: each process of the build gets at most this much CPU time.
+    let rlimits = [
+        (libc::RLIMIT_CPU, limits.build_cpu_secs),
+        (libc::RLIMIT_CORE, 0),
+    ];
+    confine(cmd, rlimits, confinement);
+    Ok(())
+}
+
+/// The directories a build runs code from: the system's, the toolchain's and the cargo home's `bin`.
+fn toolchain_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = ["/usr", "/bin", "/sbin", "/lib", "/lib64"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    dirs.extend(rustup_home());
+    dirs.extend(cargo_home().map(|h| h.join("bin")));
+    // A toolchain installed elsewhere (not by rustup, not under /usr): the prefix of the `cargo` on PATH.
+    if let Some(cargo) = find_on_path("cargo") {
+        let cargo = resolved(&cargo);
+        dirs.extend(cargo.parent().and_then(Path::parent).map(Path::to_path_buf));
+    }
+    dirs
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The seccomp programs of a test process: no new process (threads are fine), no socket but a local
+/// one, no tracing or reading of other processes, no kernel facilities a test has no use for.
+fn test_filters() -> io::Result<Vec<BpfProgram>> {
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|e| io::Error::other(format!("sandbox: seccomp: {e}")))?;
+    let seccomp_error = |e: seccompiler::BackendError| io::Error::other(format!("seccomp: {e}"));
+    let condition = |arg, op, value| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Qword, op, value).map_err(seccomp_error)
+    };
+
+    let mut denied: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for syscall in [
+        libc::SYS_vfork,
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_io_uring_setup,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_mount,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+    ] {
+        denied.insert(syscall, Vec::new());
+    }
+    #[cfg(target_arch = "x86_64")]
+    denied.insert(libc::SYS_fork, Vec::new());
+    // clone without CLONE_THREAD makes a process; with it, a thread.
+    let not_a_thread = condition(0, SeccompCmpOp::MaskedEq(libc::CLONE_THREAD as u64), 0)?;
+    denied.insert(
+        libc::SYS_clone,
+        vec![SeccompRule::new(vec![not_a_thread]).map_err(seccomp_error)?],
+    );
+    let not_local = condition(0, SeccompCmpOp::Ne, libc::AF_UNIX as u64)?;
+    denied.insert(
+        libc::SYS_socket,
+        vec![SeccompRule::new(vec![not_local]).map_err(seccomp_error)?],
+    );
+    let deny = SeccompFilter::new(
+        denied,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| io::Error::other(format!("seccomp: {e}")))?;
+
+    // clone3 passes its flags in memory, where a filter cannot look: "not implemented" makes the C
+    // library fall back to clone, whose flags the filter above sees.
+    let clone3 = SeccompFilter::new(
+        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(|e| io::Error::other(format!("seccomp: {e}")))?;
+
+    [deny, clone3]
+        .into_iter()
+        .map(|f| {
+            BpfProgram::try_from(f).map_err(|e| io::Error::other(format!("seccomp: {e}")))
+        })
+        .collect()
+}
+
+/// Installs what runs between fork and exec: resource limits, death with the grader, then Landlock and
+/// seccomp when `confinement` is given.
+fn confine<const N: usize>(
+    cmd: &mut Command,
+    rlimits: [(libc::__rlimit_resource_t, u64); N],
+    confinement: Option<(RulesetCreated, Vec<BpfProgram>)>,
+) {
+    let grader = std::process::id() as libc::pid_t;
+    let mut confinement = confinement;
+    // SAFETY: the closure only makes system calls (setrlimit, signal, prctl, getppid, Landlock's
+    // restrict_self, seccomp); the ruleset and programs were built before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            for (resource, value) in rlimits {
+                let limit = libc::rlimit {
+                    rlim_cur: value as libc::rlim_t,
+                    rlim_max: value as libc::rlim_t,
+                };
+                if libc::setrlimit(resource, &limit) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            // A write past the file-size limit fails with EFBIG instead of killing the process.
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The grader may have died before the line above: then nothing would kill this process.
+            if libc::getppid() != grader {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            if let Some((ruleset, filters)) = confinement.take() {
+                if ruleset.restrict_self().is_err() {
+                    return Err(io::Error::from_raw_os_error(libc::EPERM));
+                }
+                for filter in &filters {
+                    if seccompiler::apply_filter(filter).is_err() {
+                        return Err(io::Error::from_raw_os_error(libc::EPERM));
+                    }
+                }
+            }
+            Ok(())
+        });
+    }
+}

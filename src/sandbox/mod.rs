@@ -1,0 +1,301 @@
+//! The sandbox: the one place that decides what a process running learner code may do.
+//!
+//! Two kinds of process run the learner's code: the **build** (cargo and rustc compile it; constant
+//! evaluation, `include_str!` and `#[path]` run at that time) and the **tests** (the test executable runs
+//! it). The build and test runners ask this module for a confined command and never restrict anything
+//! themselves.
+//!
+//! On Linux, with Landlock:
+//! - the build reads only the toolchain, the packages it needs and its own build slot, and writes only
+//!   its own target directory; it cannot connect anywhere;
+//! - a test process reads only its executable and the system libraries, writes only a fresh scratch
+//!   directory of its own, starts no process, opens no network socket, cannot see `/proc` or `/dev`;
+//! - both die with the grader and are bounded by resource limits (CPU for the build; memory, file size
+//!   and core dumps for the tests).
+//!
+//! Where Landlock is missing (an old kernel, macOS), grades still run with the limits that the platform
+//! has, and every report says plainly that the grade was not sandboxed, and why. `--sandbox require`
+//! refuses to grade there instead. See docs/SECURITY.md for the threat model.
+
+#[cfg(target_os = "linux")]
+mod linux;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use tokio::process::Command;
+
+/// `--sandbox`: what to do when the platform cannot confine learner code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Confine when the platform can; otherwise grade anyway and say so.
+    #[default]
+    Auto,
+    /// Refuse to grade unconfined.
+    Require,
+    /// Never confine (for debugging the grader).
+    Off,
+}
+
+/// Set to `1` to make this process behave as if the kernel had no Landlock: how the fallback is tested
+/// on a machine that has it.
+pub const PRETEND_MISSING_ENV: &str = "PI_COURSE_SANDBOX_PRETEND_MISSING";
+
+/// What protected a grade, as every report states it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Protection {
+    /// Learner code ran confined (file system, processes, network).
+    pub active: bool,
+    /// Each layer that applied, e.g. `landlock-fs`, `no-network`, `memory-limit`.
+    pub layers: Vec<String>,
+    /// Why the grade was not confined, when it was not.
+    pub reason: Option<String>,
+}
+
+/// Limits on the processes that run learner code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Address space a test process may use for data (heap, thread stacks), in bytes.
+    pub memory: u64,
+    /// The largest file a test may write to its scratch directory, in bytes.
+    pub file_size: u64,
+    /// CPU seconds any one build process (cargo, rustc, the linker) may use: a bound that holds even if
+    /// the grader itself is killed and cannot stop the build.
+    pub build_cpu_secs: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            memory: 1 << 30,
+            file_size: 16 << 20,
+            build_cpu_secs: 300,
+        }
+    }
+}
+
+/// What a build may read and write.
+#[derive(Debug, Clone)]
+pub struct BuildPaths {
+    /// The build slot: the package to build (read only).
+    pub package: PathBuf,
+    /// Its cargo target directory (read and write).
+    pub target: PathBuf,
+}
+
+/// What a test process may read and write.
+#[derive(Debug, Clone)]
+pub struct TestPaths {
+    /// The test executable (read and execute).
+    pub exe: PathBuf,
+    /// A fresh directory for this process alone (read and write).
+    pub scratch: PathBuf,
+}
+
+/// Confines commands that run learner code; made once per grade.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    mode: Mode,
+    limits: Limits,
+    /// `Err(reason)` when this platform cannot confine.
+    support: Result<(), String>,
+}
+
+/// `--sandbox require` on a platform that cannot confine: the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable(pub String);
+
+impl Sandbox {
+    /// The sandbox for `mode` on this machine. Fails only for [`Mode::Require`] where confinement is
+    /// impossible.
+    pub fn new(mode: Mode, limits: Limits) -> Result<Sandbox, Unavailable> {
+        let support = match mode {
+            Mode::Off => Err("--sandbox off".to_string()),
+            _ => support(),
+        };
+        if let (Mode::Require, Err(reason)) = (mode, &support) {
+            return Err(Unavailable(reason.clone()));
+        }
+        Ok(Sandbox {
+            mode,
+            limits,
+            support,
+        })
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Whether learner code runs confined.
+    pub fn is_active(&self) -> bool {
+        self.support.is_ok()
+    }
+
+    /// What protects a grade made with this sandbox.
+    pub fn protection(&self) -> Protection {
+        let mut layers: Vec<String> = Vec::new();
+        if self.is_active() {
+            layers.extend(
+                ["landlock-fs", "no-network", "no-new-processes", "no-proc"].map(String::from),
+            );
+        }
+        layers.push("verdict-channel".into());
+        layers.extend(["memory-limit", "file-size-limit", "build-cpu-limit"].map(String::from));
+        if cfg!(target_os = "linux") {
+            layers.push("die-with-grader".into());
+        }
+        Protection {
+            active: self.is_active(),
+            layers,
+            reason: self.support.clone().err(),
+        }
+    }
+
+    /// Confines a build command (cargo): see the module docs. Also clears its environment down to what a
+    /// build needs, so nothing of the grader's environment (RUSTFLAGS, a rustc wrapper) reaches it.
+    pub fn confine_build(&self, cmd: &mut Command, paths: &BuildPaths) -> io::Result<()> {
+        build_environment(cmd, paths);
+        #[cfg(target_os = "linux")]
+        {
+            linux::confine_build(cmd, paths, self.limits, self.is_active())
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            unix_limits(cmd, &[(libc::RLIMIT_CPU, self.limits.build_cpu_secs)]);
+            Ok(())
+        }
+    }
+
+    /// Confines a test process: see the module docs.
+    pub fn confine_test(&self, cmd: &mut Command, paths: &TestPaths) -> io::Result<()> {
+        cmd.env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &paths.scratch)
+            .env("TMPDIR", &paths.scratch)
+            .env("RUST_BACKTRACE", "0")
+            // glibc reserves address space per malloc arena; a few arenas keep the memory limit about
+            // memory, not about reservations.
+            .env("MALLOC_ARENA_MAX", "2")
+            .current_dir(&paths.scratch);
+        #[cfg(target_os = "linux")]
+        {
+            linux::confine_test(cmd, paths, self.limits, self.is_active())
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            unix_limits(
+                cmd,
+                &[
+                    (libc::RLIMIT_DATA, self.limits.memory),
+                    (libc::RLIMIT_FSIZE, self.limits.file_size),
+                    (libc::RLIMIT_CORE, 0),
+                ],
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Whether this machine can confine learner code; `Err` says why not.
+fn support() -> Result<(), String> {
+    if std::env::var_os(PRETEND_MISSING_ENV).is_some_and(|v| v == "1") {
+        return Err(format!(
+            "Landlock is not available ({PRETEND_MISSING_ENV}=1 pretends so)"
+        ));
+    }
+    #[cfg(target_os = "linux")]
+    {
+        linux::support()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(format!(
+            "{} has no Landlock: learner code runs with your rights",
+            std::env::consts::OS
+        ))
+    }
+}
+
+/// The environment of a build: the toolchain's variables and nothing else of the grader's.
+fn build_environment(cmd: &mut Command, paths: &BuildPaths) {
+    const KEEP: &[&str] = &[
+        "PATH",
+        "HOME",
+        "USER",
+        "LANG",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "RUSTUP_TOOLCHAIN",
+        "CARGO",
+        "RUSTC",
+        "CC",
+        "CARGO_NET_OFFLINE",
+    ];
+    let kept: Vec<(String, std::ffi::OsString)> = KEEP
+        .iter()
+        .filter_map(|k| std::env::var_os(k).map(|v| (k.to_string(), v)))
+        .collect();
+    cmd.env_clear().envs(kept);
+    cmd.env("CARGO_TARGET_DIR", &paths.target)
+        .env("TMPDIR", tmp_dir(paths))
+        .env("CARGO_TERM_PROGRESS_WHEN", "never")
+        .env("CARGO_TERM_COLOR", "never");
+}
+
+/// Where a build keeps temporary files (the linker's, rustc's): inside its own target directory.
+pub fn tmp_dir(paths: &BuildPaths) -> PathBuf {
+    paths.target.join("tmp")
+}
+
+/// The cargo home the toolchain uses: `CARGO_HOME`, else `~/.cargo`.
+pub fn cargo_home() -> Option<PathBuf> {
+    std::env::var_os("CARGO_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home().map(|h| h.join(".cargo")))
+}
+
+/// The rustup home: `RUSTUP_HOME`, else `~/.rustup`.
+pub fn rustup_home() -> Option<PathBuf> {
+    std::env::var_os("RUSTUP_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home().map(|h| h.join(".rustup")))
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `path` with symbolic links resolved, or as it is when it does not exist.
+fn resolved(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unix_limits(cmd: &mut Command, limits: &[(libc::c_int, u64)]) {
+    let limits: Vec<(libc::c_int, u64)> = limits.to_vec();
+    // SAFETY: only setrlimit, which is async-signal-safe, runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            for &(resource, value) in &limits {
+                let limit = libc::rlimit {
+                    rlim_cur: value as libc::rlim_t,
+                    rlim_max: value as libc::rlim_t,
+                };
+                if libc::setrlimit(resource, &limit) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
