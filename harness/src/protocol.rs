@@ -4,12 +4,13 @@
 //!
 //! - [`ORDERS_FD`], a pipe the grader filled and closed: a per-grade secret key on the first line, then
 //!   [`LIST`] or [`RUN`] and, for a run, one test name per line;
-//! - [`VERDICTS_FD`], a pipe the grader reads: one JSON record per line, each carrying the key.
+//! - [`VERDICTS_FD`], a socket whose other end the grader reads: one JSON record per line, each carrying
+//!   the key.
 //!
 //! The harness reads its orders and closes that descriptor before any test runs, so the code under test
-//! can neither learn the key nor reach the verdict pipe (the learner's crate forbids `unsafe`, and the
-//! sandbox hides `/proc` and `/dev/fd`). A record without the key is not a verdict; nothing on stdout or
-//! stderr ever is.
+//! can neither learn the key nor read the verdicts: the learner's crate forbids `unsafe`, the sandbox
+//! hides `/proc`, and a socket, unlike a pipe, cannot be opened again through `/proc/self/fd`. A record
+//! without the key is not a verdict; nothing on stdout or stderr ever is.
 
 /// Set (to any value) in the environment of a graded test process.
 pub const ENV: &str = "PI_COURSE_GRADED";

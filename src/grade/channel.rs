@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::net::unix::pipe;
+use tokio::net::UnixStream;
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
@@ -60,7 +60,9 @@ impl TestProcess {
             .prefix("pi-course-test-")
             .tempdir()?;
         let (orders_read, mut orders_write) = io::pipe()?;
-        let (verdicts_read, verdicts_write) = io::pipe()?;
+        // A socket, not a pipe: a pipe can be opened again through /proc/self/fd (for reading, too), a
+        // socket cannot; and what the harness writes on its end can only be read on ours.
+        let (verdicts_read, verdicts_write) = std::os::unix::net::UnixStream::pair()?;
         let text = match orders {
             Orders::List => format!("{key}\n{}\n", protocol::LIST),
             Orders::Run(names) => format!("{key}\n{}\n{}\n", protocol::RUN, names.join("\n")),
@@ -94,7 +96,8 @@ impl TestProcess {
         drop(cmd);
         let (mut child, group) = spawned?;
         let _ = writer.join();
-        let verdicts = pipe::Receiver::from_owned_fd(verdicts_read.into())?;
+        verdicts_read.set_nonblocking(true)?;
+        let verdicts = UnixStream::from_std(verdicts_read)?;
         Ok(TestProcess {
             stdout: tokio::spawn(process::capture(child.stdout.take().expect("piped stdout"))),
             stderr: tokio::spawn(process::capture(child.stderr.take().expect("piped stderr"))),
@@ -112,7 +115,7 @@ impl TestProcess {
 
 /// The grader's end of a test process's verdict pipe.
 pub struct Verdicts {
-    lines: Lines<BufReader<pipe::Receiver>>,
+    lines: Lines<BufReader<UnixStream>>,
     key: String,
 }
 

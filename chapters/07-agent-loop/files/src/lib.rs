@@ -2,6 +2,9 @@
 //!
 //! Everything up to chapter 06 lives in the `course` crate and is re-exported here unchanged, so the
 //! paths are the same as in earlier chapters. This chapter adds one module, [`agent_loop`].
+//!
+//! No `unsafe` here: the graded code cannot reach memory or descriptors that are not its own.
+#![forbid(unsafe_code)]
 
 use std::future::Future;
 use std::pin::Pin;
