@@ -125,6 +125,7 @@ mod tests {
             }
         };
         GradeResult {
+            protection: Default::default(),
             chapter: "07".into(),
             test_target: "ch07".into(),
             warnings: Vec::new(),

@@ -310,6 +310,9 @@ async fn build_and_run(
 pub fn run(catalog: &Catalog, lang: Lang, args: GradeArgs) -> Result<ExitCode> {
     let practice = Practice::open(catalog, lang, &args.dir)?;
     let groups = select_groups(&practice.chapter, &args.groups, lang)?;
+    prepare::check_editable(&practice.chapter, &practice.dir).map_err(|unreadable| {
+        UserError::new(unreadable.message(lang)).with_fix(lang.t("grade-editable-fix", &[]))
+    })?;
     if let Some(junit) = &args.junit {
         let parent = junit.parent().filter(|p| !p.as_os_str().is_empty());
         if parent.is_some_and(|p| !p.is_dir()) || junit.is_dir() {

@@ -231,6 +231,8 @@ pub enum Status {
 pub enum Problem {
     /// An editable file is missing from the practice directory.
     MissingEditable { path: String },
+    /// An editable file is not a regular file of a sensible size.
+    Unreadable(super::prepare::Unreadable),
     /// rustc reported errors: its rendered diagnostics, paths pointing into the practice directory.
     Compile { rendered: String, errors: usize },
     /// cargo failed without a compiler error (a lock file mismatch, no network for a first build, ...).
@@ -369,6 +371,7 @@ impl Problem {
             Problem::Io { what, error } => {
                 lang.t("grade-io-failed", &[("what", what), ("error", error)])
             }
+            Problem::Unreadable(unreadable) => unreadable.message(lang),
             Problem::BuildTimeout { secs } => lang.t("grade-build-timeout", &[("secs", secs)]),
             Problem::PlantedConfig { path } => lang.t("grade-planted-config", &[("path", path)]),
             Problem::TamperedExecutable { path } => {
@@ -413,6 +416,7 @@ mod tests {
 
     fn result(groups: Vec<GroupResult>) -> GradeResult {
         GradeResult {
+            protection: Default::default(),
             chapter: "07".into(),
             test_target: "ch07".into(),
             warnings: vec![],

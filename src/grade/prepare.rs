@@ -22,6 +22,92 @@ fn sync_file(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     Ok(true)
 }
 
+/// The largest editable file a grade reads: a loop is a few hundred lines; anything near this is not one.
+pub const MAX_EDITABLE_BYTES: u64 = 1 << 20;
+
+/// Why an editable file cannot be graded at all (bad input, before anything is built).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// A FIFO, a device, a directory, ...: reading it could block forever or never end.
+    NotAFile { path: String, kind: &'static str },
+    TooLarge { path: String, bytes: u64 },
+}
+
+/// Opens `path` without ever blocking (a FIFO with no writer would block a plain open) and reads it, if
+/// it is a regular file of at most [`MAX_EDITABLE_BYTES`]. Symbolic links are followed.
+fn read_bounded(path: &Path, shown: &str) -> io::Result<Result<Vec<u8>, Unreadable>> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    let kind = meta.file_type();
+    let not_a_file = |kind| Unreadable::NotAFile {
+        path: shown.to_string(),
+        kind,
+    };
+    if !kind.is_file() {
+        return Ok(Err(not_a_file(if kind.is_fifo() {
+            "FIFO"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "device"
+        } else if kind.is_dir() {
+            "directory"
+        } else if kind.is_socket() {
+            "socket"
+        } else {
+            "special file"
+        })));
+    }
+    if meta.len() > MAX_EDITABLE_BYTES {
+        return Ok(Err(Unreadable::TooLarge {
+            path: shown.to_string(),
+            bytes: meta.len(),
+        }));
+    }
+    let mut bytes = Vec::new();
+    // The file may grow while it is read: never read past the limit.
+    file.take(MAX_EDITABLE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_EDITABLE_BYTES {
+        return Ok(Err(Unreadable::TooLarge {
+            path: shown.to_string(),
+            bytes: bytes.len() as u64,
+        }));
+    }
+    Ok(Ok(bytes))
+}
+
+impl Unreadable {
+    pub fn message(&self, lang: crate::i18n::Lang) -> String {
+        match self {
+            Unreadable::NotAFile { path, kind } => {
+                lang.t("grade-editable-not-a-file", &[("path", path), ("kind", kind)])
+            }
+            Unreadable::TooLarge { path, bytes } => lang.t(
+                "grade-editable-too-large",
+                &[
+                    ("path", path),
+                    ("kib", &(bytes / 1024)),
+                    ("max_kib", &(MAX_EDITABLE_BYTES / 1024)),
+                ],
+            ),
+        }
+    }
+}
+
+/// Checks that every editable file that exists can be graded; a missing one is the grade's to report.
+pub fn check_editable(chapter: &Chapter, practice_dir: &Path) -> Result<(), Unreadable> {
+    for path in &chapter.editable {
+        let shown = shown_path(practice_dir, path);
+        if let Ok(Err(unreadable)) = read_bounded(&practice_dir.join(path), &shown) {
+            return Err(unreadable);
+        }
+    }
+    Ok(())
+}
+
 /// The learner's editable files, read once: (path inside the practice directory, bytes).
 pub fn read_editable(
     chapter: &Chapter,
@@ -30,15 +116,19 @@ pub fn read_editable(
     chapter
         .editable
         .iter()
-        .map(|path| match fs::read(practice_dir.join(path)) {
-            Ok(bytes) => Ok((path.clone(), bytes)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Problem::MissingEditable {
-                path: shown_path(practice_dir, path),
-            }),
-            Err(e) => Err(Problem::Io {
-                what: shown_path(practice_dir, path),
-                error: e.to_string(),
-            }),
+        .map(|path| {
+            let shown = shown_path(practice_dir, path);
+            match read_bounded(&practice_dir.join(path), &shown) {
+                Ok(Ok(bytes)) => Ok((path.clone(), bytes)),
+                Ok(Err(unreadable)) => Err(Problem::Unreadable(unreadable)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    Err(Problem::MissingEditable { path: shown })
+                }
+                Err(e) => Err(Problem::Io {
+                    what: shown,
+                    error: e.to_string(),
+                }),
+            }
         })
         .collect()
 }

@@ -38,6 +38,29 @@ pub fn print(result: &GradeResult, lang: Lang, style: &Style, detail: Detail) {
 }
 
 pub fn render(result: &GradeResult, lang: Lang, color: bool, detail: Detail) -> String {
+    let mut out = render_verdicts(result, lang, color, detail);
+    let paint = Paint(color);
+    let line = protection_line(&result.protection, lang);
+    match result.protection.active {
+        true => writeln!(out, "{}", paint.dim(&line)).unwrap(),
+        false => writeln!(out, "{} {line}", paint.yellow("⚠")).unwrap(),
+    }
+    out
+}
+
+/// One line on what protected the grade: the sandbox's layers, or why learner code ran unconfined.
+pub fn protection_line(protection: &crate::sandbox::Protection, lang: Lang) -> String {
+    let layers = protection.layers.join(", ");
+    match &protection.reason {
+        None => lang.t("grade-sandbox-on", &[("layers", &layers)]),
+        Some(reason) => lang.t(
+            "grade-sandbox-off",
+            &[("reason", reason), ("layers", &layers)],
+        ),
+    }
+}
+
+fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail) -> String {
     let paint = Paint(color);
     let mut out = String::new();
     for w in &result.warnings {

@@ -2,6 +2,7 @@
 //!
 //! ```json
 //! {"version": 1, "chapter": "07", "status": "pass" | "fail" | "error", "message": "…", "warnings": ["…"],
+//!  "sandbox": {"active": true, "layers": ["landlock-fs", "no-network", …], "reason": null},
 //!  "groups": [{"slug": "plain-stop", "name": "纯文本 stop", "lab": "7.1", "optional": true,
 //!              "status": "pass" | "fail" | "timeout" | "error", "passed": 3, "total": 3,
 //!              "message": "…",
@@ -11,7 +12,8 @@
 //! `message` (top level) is a one-line summary; when `status` is `error` it goes on with the reason in full
 //! (for a compile error: rustc's diagnostics, plain text). `optional` appears, as `true`, only on optional
 //! groups, which never decide `status`. A group's `message` appears only when its status is `error`. A
-//! test's `message` is `null` when it passed. Names and messages are in the chosen language.
+//! test's `message` is `null` when it passed. Names and messages are in the chosen language. `sandbox` says
+//! what protected the grade; when `active` is false, `reason` says why learner code ran unconfined.
 
 use serde::Serialize;
 
@@ -27,6 +29,7 @@ struct Report<'a> {
     status: Status,
     message: String,
     warnings: Vec<String>,
+    sandbox: &'a crate::sandbox::Protection,
     groups: Vec<Group<'a>>,
 }
 
@@ -59,6 +62,7 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
         status: result.status(),
         message: strip_ansi(&result.message(lang)),
         warnings: result.warnings.iter().map(|w| w.message(lang)).collect(),
+        sandbox: &result.protection,
         groups: result
             .groups
             .iter()

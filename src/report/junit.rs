@@ -63,11 +63,16 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
         )
         .unwrap();
         x.push_str("    <properties>\n");
+        let protection = &result.protection;
+        let layers = protection.layers.join(",");
         for (name, value) in [
             ("lab", g.group.lab.as_str()),
             ("name", g.group.name.get(lang)),
             ("name.zh", g.group.name.zh.as_str()),
             ("optional", if g.group.optional { "true" } else { "false" }),
+            ("sandbox.active", if protection.active { "true" } else { "false" }),
+            ("sandbox.layers", &layers),
+            ("sandbox.reason", protection.reason.as_deref().unwrap_or("")),
         ] {
             writeln!(
                 x,

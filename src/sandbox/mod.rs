@@ -43,7 +43,7 @@ pub enum Mode {
 pub const PRETEND_MISSING_ENV: &str = "PI_COURSE_SANDBOX_PRETEND_MISSING";
 
 /// What protected a grade, as every report states it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct Protection {
     /// Learner code ran confined (file system, processes, network).
     pub active: bool,
@@ -96,7 +96,6 @@ pub struct TestPaths {
 /// Confines commands that run learner code; made once per grade.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
-    mode: Mode,
     limits: Limits,
     /// `Err(reason)` when this platform cannot confine.
     support: Result<(), String>,
@@ -118,7 +117,6 @@ impl Sandbox {
             return Err(Unavailable(reason.clone()));
         }
         Ok(Sandbox {
-            mode,
             limits,
             support,
         })
@@ -126,10 +124,6 @@ impl Sandbox {
 
     pub fn limits(&self) -> Limits {
         self.limits
-    }
-
-    pub fn mode(&self) -> Mode {
-        self.mode
     }
 
     /// Whether learner code runs confined.

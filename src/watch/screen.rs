@@ -467,6 +467,7 @@ mod tests {
 
     fn result(chapter: &Chapter, passing: &[&str]) -> GradeResult {
         GradeResult {
+            protection: Default::default(),
             chapter: chapter.id.clone(),
             test_target: chapter.test_target.clone(),
             warnings: vec![],
