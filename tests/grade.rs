@@ -245,7 +245,7 @@ fn a_busy_loop_times_out_and_leaves_no_process() {
     }
     let tests: BTreeSet<i32> = seen
         .iter()
-        .filter(|p| p.args.contains("--exact"))
+        .filter(|p| p.args.contains("/deps/ch07-"))
         .map(|p| p.pgid)
         .collect();
     assert!(!tests.is_empty(), "saw no test process: {seen:#?}");
@@ -433,7 +433,7 @@ fn ctrl_c_leaves_no_process_behind() {
         .spawn()
         .unwrap();
     let seen = watch_children(&mut child, Duration::from_secs(600), |seen| {
-        seen.iter().filter(|p| p.args.contains("--exact")).count() >= 2
+        seen.iter().filter(|p| p.args.contains("/deps/ch07-")).count() >= 2
     });
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -441,7 +441,7 @@ fn ctrl_c_leaves_no_process_behind() {
     assert_eq!(out.status.code(), Some(130), "{}", describe(&out));
     let groups: BTreeSet<i32> = seen.iter().map(|p| p.pgid).collect();
     assert!(
-        seen.iter().any(|p| p.args.contains("--exact")),
+        seen.iter().any(|p| p.args.contains("/deps/ch07-")),
         "saw no test process: {seen:#?}"
     );
     assert_groups_gone(&groups);
@@ -467,7 +467,7 @@ fn ctrl_c_during_the_build_stops_cargo_too() {
         .unwrap();
     let seen = watch_children(&mut child, Duration::from_secs(600), |seen| {
         seen.iter()
-            .any(|p| p.args.contains("cargo") || p.args.contains("--exact"))
+            .any(|p| p.args.contains("cargo") || p.args.contains("/deps/ch07-"))
     });
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };

@@ -180,10 +180,25 @@ pub fn assert_schema(v: &Value) {
     };
     assert_eq!(
         keys(v),
-        ["version", "chapter", "status", "message", "warnings", "groups"]
+        ["version", "chapter", "status", "message", "warnings", "sandbox", "groups"]
             .map(String::from)
             .into(),
         "{}",
+        ctx()
+    );
+    let sandbox = &v["sandbox"];
+    assert!(sandbox["active"].is_boolean(), "{}", ctx());
+    assert!(
+        sandbox["layers"]
+            .as_array()
+            .is_some_and(|l| l.iter().all(Value::is_string)),
+        "{}",
+        ctx()
+    );
+    assert_eq!(
+        sandbox["reason"].is_null(),
+        sandbox["active"] == Value::Bool(true),
+        "a reason exactly when the grade was not sandboxed: {}",
         ctx()
     );
     for g in v["groups"].as_array().unwrap() {
