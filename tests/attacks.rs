@@ -42,6 +42,11 @@ fn skeleton_starting_with(statement: &str) -> String {
     s.replacen(signature, &format!("{signature}    {statement}\n"), 1)
 }
 
+/// The attack compiled and its tests ran (a report of `error` would prove nothing about the attack).
+fn assert_ran(report: &Value) {
+    assert_ne!(report["status"], "error", "the attack did not build: {report}");
+}
+
 /// Every test of every group failed or timed out: nothing passed.
 fn assert_nothing_passed(report: &Value) {
     for group in report["groups"].as_array().unwrap() {
@@ -139,6 +144,7 @@ fn a_submission_cannot_poison_the_cache_for_later_grades() {
     if !sandboxed(&report) {
         return;
     }
+    assert_ran(&report);
     // Another learner's untouched skeleton still fails everything, and an aborting loop too.
     let (_tmp2, other) = practice();
     let (code, report) = grade_json(&other, &[]);
@@ -164,7 +170,7 @@ fn planted_cargo_configuration_never_runs() {
         format!("#!/bin/sh\ntouch {}\nexec \"$@\"\n", marker.display()),
     )
     .unwrap();
-    let config = format!("[build]\\nrustc-wrapper = {:?}\\n", wrapper.display().to_string());
+    let config = format!("[build]\nrustc-wrapper = {:?}\n", wrapper.display().to_string());
     let planted: Vec<PathBuf> = [
         cache().join(".cargo"),
         cache().join("work/.cargo"),
@@ -175,7 +181,7 @@ fn planted_cargo_configuration_never_runs() {
         .iter()
         .map(|d| {
             format!(
-                r#"let _ = std::fs::create_dir_all({d:?}); let _ = std::fs::write({f:?}, "{config}");"#,
+                r#"let _ = std::fs::create_dir_all({d:?}); let _ = std::fs::write({f:?}, {config:?});"#,
                 d = d.display().to_string(),
                 f = d.join("config.toml").display().to_string()
             )
@@ -186,6 +192,7 @@ fn planted_cargo_configuration_never_runs() {
     if !sandboxed(&report) {
         return;
     }
+    assert_ran(&report);
     for d in &planted {
         assert!(!d.exists(), "{} was planted", d.display());
     }
@@ -225,6 +232,11 @@ fn a_submission_cannot_compile_another_slots_loop() {
             }
             assert_eq!(code, 1, "{path}: {report}");
             assert_nothing_passed(&report);
+            let message = report["message"].as_str().unwrap();
+            assert!(
+                message.contains("Permission denied") || message.contains("slot-"),
+                "{path}: the build must fail on reading the other slot: {message}"
+            );
         }
     }
 }
@@ -352,6 +364,7 @@ fn writes_outside_the_scratch_directory_never_happen() {
     if !sandboxed(&report) {
         return;
     }
+    assert_ran(&report);
     for t in &targets[..3] {
         assert!(!t.exists(), "{} was written", t.display());
     }
@@ -444,7 +457,7 @@ fn an_endless_constant_evaluation_is_stopped_at_the_build_timeout() {
     assert_eq!(status, 1, "{report}");
     assert_eq!(report["status"], "error");
     assert!(
-        report["message"].as_str().unwrap().contains("5"),
+        report["message"].as_str().unwrap().contains("超过了 5 秒"),
         "{report}"
     );
     assert!(took < Duration::from_secs(15), "took {took:?}");
