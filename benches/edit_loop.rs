@@ -75,10 +75,11 @@ fn solution() -> String {
         .expect("reference solution")
 }
 
-/// A one-line edit as a learner makes one: the reference with a statement added to, or taken out of, the
-/// loop's body (so the lines below it move), holding a different number each time. Edits `2i` (graded)
-/// and `2i + 1` (bare `cargo test`) both add the line in even rounds and take it out in odd ones, so each
-/// side's build sees the same kind of change from its previous one.
+/// A one-line edit as a learner makes one: the reference with a statement added to (even `n`), or taken
+/// out of (odd `n`), the loop's body, so the lines below it move, holding a different number each time.
+/// Consecutive edits alternate, and each round makes three (grade, grade without the sandbox, bare cargo
+/// test), so every build, in the grader's slot or the bare target, sees one line added or taken out
+/// since its previous build.
 fn edit(dir: &Path, n: usize) {
     let anchor = "    let reason = loop {\n";
     let reference = solution();
@@ -87,7 +88,7 @@ fn edit(dir: &Path, n: usize) {
         1,
         "the edit's anchor is in the reference"
     );
-    let added = if (n / 2).is_multiple_of(2) {
+    let added = if n.is_multiple_of(2) {
         format!("    let _edit = {n};\n")
     } else {
         String::new()
@@ -109,9 +110,14 @@ fn first_step(dir: &Path) {
 }
 
 fn grade(dir: &Path, expect_pass: bool) -> Duration {
+    grade_with(dir, expect_pass, &[])
+}
+
+fn grade_with(dir: &Path, expect_pass: bool, args: &[&str]) -> Duration {
     timed(
         Command::new(BIN)
             .args(["grade", "--format", "json"])
+            .args(args)
             .arg(dir)
             .stdout(Stdio::null()),
         expect_pass,
@@ -224,14 +230,16 @@ fn main() {
     grade(&dir, true);
     bare_cargo_test(&dir, &bare_target);
 
-    let (mut regrade, mut bare, mut fresh, mut first_edit) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut regrade, mut unsandboxed, mut bare, mut fresh, mut first_edit) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut build = None;
     for i in 1..=n {
-        edit(&dir, 2 * i);
+        edit(&dir, 3 * i);
         regrade.push(grade(&dir, true));
         build = Some(build_dir_of(&dir));
-        edit(&dir, 2 * i + 1);
+        edit(&dir, 3 * i + 1);
+        unsandboxed.push(grade_with(&dir, true, &["--sandbox", "off"]));
+        edit(&dir, 3 * i + 2);
         bare.push(bare_cargo_test(&dir, &bare_target));
         // A fresh directory (the skeleton, as a learner starts) graded for the first time. The skeleton
         // fails every group, which is the expected verdict here.
@@ -245,7 +253,7 @@ fn main() {
 
     // Where the time of one edit goes, measured in the grader's own build directory.
     let build = build.expect("at least one run");
-    edit(&build, 2 * n + 3);
+    edit(&build, 3 * n + 3);
     let units = timings(&build);
     let noop = median(
         (0..n)
@@ -294,6 +302,16 @@ fn main() {
         "{:<44} {:>9.2}x   < 1.10x",
         "grader overhead (grade / bare cargo test)",
         ratio(&regrade, &bare)
+    );
+    println!(
+        "{:<44} {:>10}",
+        "one-line edit -> verdict, --sandbox off",
+        secs(median(unsandboxed.clone()))
+    );
+    println!(
+        "{:<44} {:>9.2}x   <= 1.10x",
+        "sandbox cost (grade / grade --sandbox off)",
+        ratio(&regrade, &unsandboxed)
     );
     println!("{:<44} {:>10}", "fresh directory, first grade", secs(f));
     println!(
