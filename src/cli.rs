@@ -121,7 +121,11 @@ fn parse_size(text: &str) -> Result<u64, String> {
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "m" | "mb" | "mib" => 20,
         "g" | "gb" | "gib" => 30,
-        _ => return Err(format!("`{text}`: the unit must be M or G, e.g. 512M or 1G")),
+        _ => {
+            return Err(format!(
+                "`{text}`: the unit must be M or G, e.g. 512M or 1G"
+            ))
+        }
     };
     let bytes = number
         .checked_mul(1 << shift)

@@ -11,6 +11,7 @@ mod list;
 mod metadata;
 mod practice;
 mod process;
+mod regular_file;
 mod report;
 mod sandbox;
 mod status;

@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::catalog::{Catalog, Chapter};
 use crate::error::{Result, UserError};
 use crate::i18n::Lang;
+use crate::regular_file::{self, Contents};
 
 pub const DIR: &str = ".pi-course";
 pub const FILE: &str = ".pi-course/practice.toml";
@@ -113,14 +114,21 @@ impl Practice {
     /// was made with is not a change of the learner's, even when a newer pi-course ships a newer version
     /// of it (grading uses the newer one either way).
     pub fn changed_given_files(&self) -> Vec<String> {
+        /// Larger than any given file: one this large was changed.
+        const GIVEN_LIMIT: u64 = 4 << 20;
         self.chapter
             .given_files()
             .iter()
-            .filter(|f| match fs::read(self.dir.join(f.path)) {
-                Ok(bytes) if bytes == f.bytes => false,
-                Ok(bytes) => self.metadata.given.get(f.path) != Some(&fingerprint(&bytes)),
-                Err(_) => true,
-            })
+            // A given file replaced by a FIFO or a device is changed, and never read.
+            .filter(
+                |f| match regular_file::read(&self.dir.join(f.path), GIVEN_LIMIT) {
+                    Ok(Contents::Bytes(bytes)) if bytes == f.bytes => false,
+                    Ok(Contents::Bytes(bytes)) => {
+                        self.metadata.given.get(f.path) != Some(&fingerprint(&bytes))
+                    }
+                    _ => true,
+                },
+            )
             .map(|f| f.path.to_string())
             .collect()
     }

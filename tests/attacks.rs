@@ -25,7 +25,9 @@ fn sandboxed(report: &Value) -> bool {
     }
     let reason = report["sandbox"]["reason"].as_str().unwrap_or("unknown");
     if std::env::var_os(ALLOW_UNSANDBOXED).is_some_and(|v| v == "1") {
-        eprintln!("attack test skipped: the sandbox is unavailable ({reason}); {ALLOW_UNSANDBOXED}=1");
+        eprintln!(
+            "attack test skipped: the sandbox is unavailable ({reason}); {ALLOW_UNSANDBOXED}=1"
+        );
         return false;
     }
     panic!(
@@ -44,7 +46,10 @@ fn skeleton_starting_with(statement: &str) -> String {
 
 /// The attack compiled and its tests ran (a report of `error` would prove nothing about the attack).
 fn assert_ran(report: &Value) {
-    assert_ne!(report["status"], "error", "the attack did not build: {report}");
+    assert_ne!(
+        report["status"], "error",
+        "the attack did not build: {report}"
+    );
 }
 
 /// Every test of every group failed or timed out: nothing passed.
@@ -83,7 +88,10 @@ fn printing_a_passing_line_for_every_test_forges_nothing() {
     let mut lines = String::new();
     for group in reference["groups"].as_array().unwrap() {
         for test in group["tests"].as_array().unwrap() {
-            lines.push_str(&format!("test {} ... ok\\n", test["name"].as_str().unwrap()));
+            lines.push_str(&format!(
+                "test {} ... ok\\n",
+                test["name"].as_str().unwrap()
+            ));
         }
     }
     let attack = format!(
@@ -157,7 +165,11 @@ fn a_submission_cannot_poison_the_cache_for_later_grades() {
     // And the reference still passes.
     write_loop(&other, &solution());
     let (code, report) = grade_json(&other, &[]);
-    assert_eq!((code, report["status"].as_str()), (0, Some("pass")), "{report}");
+    assert_eq!(
+        (code, report["status"].as_str()),
+        (0, Some("pass")),
+        "{report}"
+    );
 }
 
 #[test]
@@ -170,7 +182,10 @@ fn planted_cargo_configuration_never_runs() {
         format!("#!/bin/sh\ntouch {}\nexec \"$@\"\n", marker.display()),
     )
     .unwrap();
-    let config = format!("[build]\nrustc-wrapper = {:?}\n", wrapper.display().to_string());
+    let config = format!(
+        "[build]\nrustc-wrapper = {:?}\n",
+        wrapper.display().to_string()
+    );
     let planted: Vec<PathBuf> = [
         cache().join(".cargo"),
         cache().join("work/.cargo"),
@@ -315,7 +330,10 @@ fn a_file_in_the_home_is_unreadable_at_compile_time() {
     }
     assert_eq!(report["status"], "error", "{report}");
     assert!(!text.contains(SECRET), "the secret leaked:\n{text}");
-    assert!(text.contains("secret.txt"), "rustc's error names the file:\n{text}");
+    assert!(
+        text.contains("secret.txt"),
+        "rustc's error names the file:\n{text}"
+    );
 }
 
 #[test]
@@ -333,7 +351,10 @@ fn the_home_the_grader_and_proc_are_unreadable_at_run_time() {
     }
     assert!(text.contains("LEAK"), "the attack ran:\n{text}");
     assert!(!text.contains(SECRET), "the secret leaked:\n{text}");
-    assert!(!text.contains("--format"), "the grader's command line leaked:\n{text}");
+    assert!(
+        !text.contains("--format"),
+        "the grader's command line leaked:\n{text}"
+    );
     assert!(text.contains("Permission denied"), "{text}");
 }
 
@@ -369,7 +390,10 @@ fn writes_outside_the_scratch_directory_never_happen() {
         assert!(!t.exists(), "{} was written", t.display());
     }
     assert!(!targets[4].exists());
-    assert_eq!(fs::read_to_string(dir.join("src/agent_loop.rs")).unwrap(), code);
+    assert_eq!(
+        fs::read_to_string(dir.join("src/agent_loop.rs")).unwrap(),
+        code
+    );
     // The only change in the practice directory is the grade's own record.
     let after = files(&dir);
     let changed: Vec<&PathBuf> = after
@@ -415,7 +439,10 @@ fn spawned_processes_never_start_and_none_survive() {
     }
     let message = report["groups"][0]["tests"][0]["message"].as_str().unwrap();
     assert!(message.contains("SPAWN Err"), "{message}");
-    assert!(message.contains("THREAD Ok(2)"), "threads are fine: {message}");
+    assert!(
+        message.contains("THREAD Ok(2)"),
+        "threads are fine: {message}"
+    );
     assert_none_left(Duration::from_secs(2), || {
         processes()
             .into_iter()
@@ -427,7 +454,8 @@ fn spawned_processes_never_start_and_none_survive() {
 #[test]
 fn a_memory_bomb_gets_the_memory_limit_verdict() {
     let (_tmp, dir) = practice();
-    let attack = r#"let mut hog: Vec<Vec<u8>> = Vec::new(); loop { hog.push(vec![7u8; 64 << 20]); }"#;
+    let attack =
+        r#"let mut hog: Vec<Vec<u8>> = Vec::new(); loop { hog.push(vec![7u8; 64 << 20]); }"#;
     write_loop(&dir, &solution_starting_with(attack));
     let (code, report) = grade_json(&dir, &["--group", "7.1", "--memory-limit", "256M"]);
     if !sandboxed(&report) {
@@ -482,7 +510,12 @@ fn assert_bad_input_at_once(dir: &Path, what: &str) {
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             let mut err = String::new();
-            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
             assert_eq!(status.code(), Some(2), "{what}: {err}");
             assert!(err.contains("src/agent_loop.rs"), "{what}: {err}");
             break;
@@ -493,7 +526,11 @@ fn assert_bad_input_at_once(dir: &Path, what: &str) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(started.elapsed() < Duration::from_secs(1), "{what}: took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{what}: took {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -521,7 +558,10 @@ fn a_fifo_a_device_and_a_huge_file_are_bad_input_at_once() {
 #[test]
 fn killing_the_grader_kills_its_test_processes() {
     let (_tmp, dir) = practice();
-    write_loop(&dir, &solution_starting_with("loop { std::hint::spin_loop(); }"));
+    write_loop(
+        &dir,
+        &solution_starting_with("loop { std::hint::spin_loop(); }"),
+    );
     // Build first, so the grade below reaches its tests quickly.
     let mut child = pi_course(&dir)
         .args(["grade", ".", "--timeout", "60", "--format", "json"])
@@ -531,7 +571,10 @@ fn killing_the_grader_kills_its_test_processes() {
         .unwrap();
     let is_test = |p: &Proc| p.args.contains("/deps/ch07-");
     let started = Instant::now();
-    while !processes().iter().any(|p| is_test(p) && p.ppid == child.id() as i32) {
+    while !processes()
+        .iter()
+        .any(|p| is_test(p) && p.ppid == child.id() as i32)
+    {
         assert!(
             started.elapsed() < Duration::from_secs(120),
             "no test process started"

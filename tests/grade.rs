@@ -433,7 +433,10 @@ fn ctrl_c_leaves_no_process_behind() {
         .spawn()
         .unwrap();
     let seen = watch_children(&mut child, Duration::from_secs(600), |seen| {
-        seen.iter().filter(|p| p.args.contains("/deps/ch07-")).count() >= 2
+        seen.iter()
+            .filter(|p| p.args.contains("/deps/ch07-"))
+            .count()
+            >= 2
     });
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };

@@ -39,7 +39,8 @@ impl Record {
             Record::Passed { test } => ("passed", test, None),
             Record::Failed { test, message } => ("failed", test, Some(message)),
         };
-        let value = serde_json::json!({ "key": key, "event": event, "test": test, "message": message });
+        let value =
+            serde_json::json!({ "key": key, "event": event, "test": test, "message": message });
         format!("{value}\n")
     }
 

@@ -28,8 +28,6 @@ pub struct BuildRequest<'a> {
     pub sandbox: &'a Sandbox,
     /// The build is stopped after this long.
     pub timeout: Duration,
-    /// The cache root: no cargo configuration may sit between it and the build directory.
-    pub cache_root: &'a Path,
 }
 
 /// The built test executable.
@@ -78,8 +76,18 @@ struct Diagnostic {
     spans: Vec<serde_json::Value>,
 }
 
-fn cargo() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+/// `cargo SUBCOMMAND --manifest-path <build dir>/Cargo.toml`, started in `/`.
+///
+/// Why `/`: cargo reads `.cargo/config.toml` from its working directory and every directory above it.
+/// Started in the build directory, it would read any configuration planted in the cache or above it (a
+/// `rustc-wrapper` that runs in every later build). From `/`, it reads only `/` and the cargo home's.
+fn cargo(subcommand: &str, build_dir: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.arg(subcommand)
+        .arg("--manifest-path")
+        .arg(build_dir.join("Cargo.toml"))
+        .current_dir("/");
+    cmd
 }
 
 /// Builds the test target. `on_crate` is called with each crate name as cargo finishes it (for progress).
@@ -87,11 +95,6 @@ fn cargo() -> Command {
 /// The packages the build needs are fetched first, outside the sandbox (the manifest and lock file are
 /// the pristine given ones); the build itself runs confined and offline, and is stopped at the timeout.
 pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Built, Problem> {
-    if let Some(path) = planted_config(req.build_dir, req.cache_root) {
-        return Err(Problem::PlantedConfig {
-            path: path.display().to_string(),
-        });
-    }
     fetch(req).await?;
     let deadline = tokio::time::Instant::now() + req.timeout;
     let mut built = compile(req, on_crate, deadline).await?;
@@ -109,38 +112,14 @@ pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Bu
     }
 }
 
-/// The first cargo configuration file (`.cargo/config` or `.cargo/config.toml`) from `build_dir` up to
-/// and including `cache_root`. pi-course never writes one there.
-fn planted_config(build_dir: &Path, cache_root: &Path) -> Option<PathBuf> {
-    let root = cache_root
-        .canonicalize()
-        .unwrap_or_else(|_| cache_root.to_path_buf());
-    let dir = build_dir
-        .canonicalize()
-        .unwrap_or_else(|_| build_dir.to_path_buf());
-    for ancestor in dir.ancestors() {
-        for name in [".cargo/config.toml", ".cargo/config"] {
-            let path = ancestor.join(name);
-            if path.symlink_metadata().is_ok() {
-                return Some(path);
-            }
-        }
-        if ancestor == root {
-            break;
-        }
-    }
-    None
-}
-
 /// `cargo fetch --locked`, once per target directory: the build after it runs offline.
 async fn fetch(req: &BuildRequest<'_>) -> Result<(), Problem> {
     let marker = req.target_dir.join(".pi-course-fetched");
     if marker.is_file() {
         return Ok(());
     }
-    let mut cmd = cargo();
-    cmd.args(["fetch", "--locked"])
-        .current_dir(req.build_dir)
+    let mut cmd = cargo("fetch", req.build_dir);
+    cmd.arg("--locked")
         .env("CARGO_TERM_PROGRESS_WHEN", "never")
         .env("CARGO_TERM_COLOR", "never")
         .stdin(Stdio::null())
@@ -184,12 +163,15 @@ async fn compile(
     } else {
         "json"
     };
-    let mut cmd = cargo();
+    let mut cmd = cargo("test", req.build_dir);
     cmd.args([
-        "test", "--no-run", "--locked", "--offline", "--test", req.test_target,
+        "--no-run",
+        "--locked",
+        "--offline",
+        "--test",
+        req.test_target,
     ])
     .arg(format!("--message-format={format}"))
-    .current_dir(req.build_dir)
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
@@ -293,7 +275,9 @@ fn verify(built: &Compiled, target_dir: &Path) -> std::io::Result<()> {
     if built.fresh {
         match std::fs::read_to_string(&record) {
             Ok(recorded) if recorded.trim() == digest => Ok(()),
-            _ => Err(std::io::Error::other("the executable changed since its build")),
+            _ => Err(std::io::Error::other(
+                "the executable changed since its build",
+            )),
         }
     } else {
         std::fs::write(&record, &digest)

@@ -89,10 +89,13 @@ impl TestProcess {
         for (k, v) in envs {
             cmd.env(k, v);
         }
-        hand_over(&mut cmd, [
-            (high_fd(orders_read.into())?, protocol::ORDERS_FD),
-            (high_fd(verdicts_write.into())?, protocol::VERDICTS_FD),
-        ]);
+        hand_over(
+            &mut cmd,
+            [
+                (high_fd(orders_read.into())?, protocol::ORDERS_FD),
+                (high_fd(verdicts_write.into())?, protocol::VERDICTS_FD),
+            ],
+        );
         let spawned = process::spawn(&mut cmd);
         // Our copies of the child's ends: closing them lets the verdict pipe end when the child does.
         drop(cmd);
@@ -112,7 +115,6 @@ impl TestProcess {
             _scratch: scratch,
         })
     }
-
 }
 
 /// The grader's end of a test process's verdict pipe.

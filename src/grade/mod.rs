@@ -248,7 +248,6 @@ async fn build_and_run(
             .collect(),
         sandbox: &opts.sandbox,
         timeout: opts.build_timeout,
-        cache_root: &opts.cache,
     };
     let built = build::build(&request, &|name| {
         crates.set(crates.get() + 1);

@@ -243,9 +243,6 @@ pub enum Problem {
     Io { what: String, error: String },
     /// The build ran past its time limit (seconds) and was stopped.
     BuildTimeout { secs: u64 },
-    /// A cargo configuration file inside the cache, where pi-course never writes one: it could run a
-    /// program in every later build, so no build runs while it is there.
-    PlantedConfig { path: String },
     /// The test executable is not the one this grade's build produced.
     TamperedExecutable { path: String },
 }
@@ -373,7 +370,6 @@ impl Problem {
             }
             Problem::Unreadable(unreadable) => unreadable.message(lang),
             Problem::BuildTimeout { secs } => lang.t("grade-build-timeout", &[("secs", secs)]),
-            Problem::PlantedConfig { path } => lang.t("grade-planted-config", &[("path", path)]),
             Problem::TamperedExecutable { path } => {
                 lang.t("grade-tampered-executable", &[("path", path)])
             }

@@ -7,6 +7,7 @@ use std::io;
 use std::path::Path;
 
 use crate::catalog::Chapter;
+use crate::regular_file::{self, Contents};
 
 use super::outcome::Problem;
 
@@ -29,62 +30,38 @@ pub const MAX_EDITABLE_BYTES: u64 = 1 << 20;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unreadable {
     /// A FIFO, a device, a directory, ...: reading it could block forever or never end.
-    NotAFile { path: String, kind: &'static str },
-    TooLarge { path: String, bytes: u64 },
+    NotAFile {
+        path: String,
+        kind: &'static str,
+    },
+    TooLarge {
+        path: String,
+        bytes: u64,
+    },
 }
 
-/// Opens `path` without ever blocking (a FIFO with no writer would block a plain open) and reads it, if
-/// it is a regular file of at most [`MAX_EDITABLE_BYTES`]. Symbolic links are followed.
+/// Reads an editable file: `Ok(Err(_))` when it is not a regular file of a sensible size.
 fn read_bounded(path: &Path, shown: &str) -> io::Result<Result<Vec<u8>, Unreadable>> {
-    use std::io::Read;
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-    let file = fs::File::options()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
-    let meta = file.metadata()?;
-    let kind = meta.file_type();
-    let not_a_file = |kind| Unreadable::NotAFile {
-        path: shown.to_string(),
-        kind,
-    };
-    if !kind.is_file() {
-        return Ok(Err(not_a_file(if kind.is_fifo() {
-            "FIFO"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "device"
-        } else if kind.is_dir() {
-            "directory"
-        } else if kind.is_socket() {
-            "socket"
-        } else {
-            "special file"
-        })));
-    }
-    if meta.len() > MAX_EDITABLE_BYTES {
-        return Ok(Err(Unreadable::TooLarge {
+    Ok(match regular_file::read(path, MAX_EDITABLE_BYTES)? {
+        Contents::Bytes(bytes) => Ok(bytes),
+        Contents::NotAFile(kind) => Err(Unreadable::NotAFile {
             path: shown.to_string(),
-            bytes: meta.len(),
-        }));
-    }
-    let mut bytes = Vec::new();
-    // The file may grow while it is read: never read past the limit.
-    file.take(MAX_EDITABLE_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_EDITABLE_BYTES {
-        return Ok(Err(Unreadable::TooLarge {
+            kind,
+        }),
+        Contents::TooLarge(bytes) => Err(Unreadable::TooLarge {
             path: shown.to_string(),
-            bytes: bytes.len() as u64,
-        }));
-    }
-    Ok(Ok(bytes))
+            bytes,
+        }),
+    })
 }
 
 impl Unreadable {
     pub fn message(&self, lang: crate::i18n::Lang) -> String {
         match self {
-            Unreadable::NotAFile { path, kind } => {
-                lang.t("grade-editable-not-a-file", &[("path", path), ("kind", kind)])
-            }
+            Unreadable::NotAFile { path, kind } => lang.t(
+                "grade-editable-not-a-file",
+                &[("path", path), ("kind", kind)],
+            ),
             Unreadable::TooLarge { path, bytes } => lang.t(
                 "grade-editable-too-large",
                 &[

@@ -258,7 +258,9 @@ impl Runner {
         // Records written just before the process ended are still in the pipe.
         while channel_open && verdict.is_none() {
             match tokio::time::timeout(DRAIN, process.verdicts.next()).await {
-                Ok(Some(Record::Passed { test })) if test == name => verdict = Some(Outcome::Passed),
+                Ok(Some(Record::Passed { test })) if test == name => {
+                    verdict = Some(Outcome::Passed)
+                }
                 Ok(Some(Record::Failed { test, message })) if test == name => {
                     verdict = Some(Outcome::Panicked { message })
                 }
@@ -456,7 +458,10 @@ test result: ok. 1 passed;");
         assert!(matches!(by_name("spins"), Some(Outcome::TimedOut { .. })));
         // Printed passing lines and a record with a key of its own pass nothing.
         assert!(
-            matches!(by_name("forges"), Some(Outcome::ExitedEarly { code: 0, .. })),
+            matches!(
+                by_name("forges"),
+                Some(Outcome::ExitedEarly { code: 0, .. })
+            ),
             "{:?}",
             by_name("forges")
         );

@@ -70,7 +70,10 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
             ("name", g.group.name.get(lang)),
             ("name.zh", g.group.name.zh.as_str()),
             ("optional", if g.group.optional { "true" } else { "false" }),
-            ("sandbox.active", if protection.active { "true" } else { "false" }),
+            (
+                "sandbox.active",
+                if protection.active { "true" } else { "false" },
+            ),
             ("sandbox.layers", &layers),
             ("sandbox.reason", protection.reason.as_deref().unwrap_or("")),
         ] {

@@ -41,14 +41,18 @@ fn kernel_abi() -> i32 {
 pub fn support() -> Result<(), String> {
     let abi = kernel_abi();
     if abi < 1 {
-        return Err("this Linux kernel has no Landlock (Linux 5.13 or newer with Landlock enabled, \
+        return Err(
+            "this Linux kernel has no Landlock (Linux 5.13 or newer with Landlock enabled, \
                     e.g. lsm=landlock, is needed): learner code runs with your rights"
-            .to_string());
+                .to_string(),
+        );
     }
     // SAFETY: PR_GET_SECCOMP takes no pointer.
     if unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } < 0 {
-        return Err("this Linux kernel has no seccomp filters: learner code runs with your rights"
-            .to_string());
+        return Err(
+            "this Linux kernel has no seccomp filters: learner code runs with your rights"
+                .to_string(),
+        );
     }
     Ok(())
 }
@@ -121,7 +125,8 @@ pub fn confine_test(
         }
         ruleset = add(ruleset, Path::new("/etc/ld.so.cache"), read()).map_err(landlock_error)?;
         ruleset = add(ruleset, &paths.exe, code()).map_err(landlock_error)?;
-        ruleset = add(ruleset, &paths.scratch, AccessFs::from_all(abi())).map_err(landlock_error)?;
+        ruleset =
+            add(ruleset, &paths.scratch, AccessFs::from_all(abi())).map_err(landlock_error)?;
         Some((ruleset, test_filters()?))
     } else {
         None
@@ -261,9 +266,7 @@ fn test_filters() -> io::Result<Vec<BpfProgram>> {
 
     [deny, clone3]
         .into_iter()
-        .map(|f| {
-            BpfProgram::try_from(f).map_err(|e| io::Error::other(format!("seccomp: {e}")))
-        })
+        .map(|f| BpfProgram::try_from(f).map_err(|e| io::Error::other(format!("seccomp: {e}"))))
         .collect()
 }
 

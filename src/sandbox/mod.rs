@@ -116,10 +116,7 @@ impl Sandbox {
         if let (Mode::Require, Err(reason)) = (mode, &support) {
             return Err(Unavailable(reason.clone()));
         }
-        Ok(Sandbox {
-            limits,
-            support,
-        })
+        Ok(Sandbox { limits, support })
     }
 
     pub fn limits(&self) -> Limits {

@@ -25,9 +25,9 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::catalog::Catalog;
+use crate::cli::LimitArgs;
 use crate::error::{Result, UserError};
 use crate::grade::{self, GradeOptions, GradeResult, Stage};
-use crate::cli::LimitArgs;
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::process;
