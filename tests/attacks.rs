@@ -431,7 +431,7 @@ fn a_tcp_connection_to_a_local_listener_never_arrives() {
 #[test]
 fn spawned_processes_never_start_and_none_survive() {
     let (_tmp, dir) = practice();
-    let attack = r#"use std::os::unix::process::CommandExt; let c = std::process::Command::new("sleep").arg("301.5").process_group(0).spawn(); let t = std::thread::spawn(|| 2).join(); panic!("SPAWN {c:?} THREAD {t:?}");"#;
+    let attack = r#"use std::os::unix::process::CommandExt; let c = std::process::Command::new("sleep").arg("301.5").process_group(0).spawn(); let t = std::thread::spawn(|| 2).join(); let e = std::process::Command::new("/usr/bin/sleep").arg("301.5").exec(); panic!("SPAWN {c:?} THREAD {t:?} EXEC {e:?}");"#;
     write_loop(&dir, &solution_starting_with(attack));
     let (_, report) = grade_json(&dir, &["--group", "7.1"]);
     if !sandboxed(&report) {

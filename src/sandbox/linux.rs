@@ -109,8 +109,15 @@ fn read() -> BitFlags<AccessFs> {
     AccessFs::ReadFile | AccessFs::ReadDir
 }
 
-/// Where the system keeps shared libraries and the dynamic loader.
+/// Where the system keeps shared libraries (read by the dynamic loader, never executed).
 const LIBRARIES: &[&str] = &["/lib", "/lib64", "/usr/lib", "/usr/lib64"];
+/// The dynamic loaders: the kernel executes one to start a dynamically linked program.
+const LOADERS: &[&str] = &[
+    "/lib64/ld-linux-x86-64.so.2",
+    "/lib/ld-linux-aarch64.so.1",
+    "/lib/ld-musl-x86_64.so.1",
+    "/lib/ld-musl-aarch64.so.1",
+];
 
 pub fn confine_test(
     cmd: &mut Command,
@@ -121,7 +128,10 @@ pub fn confine_test(
     let confinement = if active {
         let mut ruleset = ruleset().map_err(landlock_error)?;
         for dir in LIBRARIES {
-            ruleset = add(ruleset, Path::new(dir), code()).map_err(landlock_error)?;
+            ruleset = add(ruleset, Path::new(dir), read()).map_err(landlock_error)?;
+        }
+        for loader in LOADERS {
+            ruleset = add(ruleset, &resolved(Path::new(loader)), code()).map_err(landlock_error)?;
         }
         ruleset = add(ruleset, Path::new("/etc/ld.so.cache"), read()).map_err(landlock_error)?;
         ruleset = add(ruleset, &paths.exe, code()).map_err(landlock_error)?;
