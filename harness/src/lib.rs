@@ -122,7 +122,11 @@ struct Channel {
 impl Channel {
     fn send(&mut self, record: Record) {
         // A grader that stopped listening has no use for the rest.
-        if self.verdicts.write_all(record.encode(&self.key).as_bytes()).is_err() {
+        if self
+            .verdicts
+            .write_all(record.encode(&self.key).as_bytes())
+            .is_err()
+        {
             std::process::exit(1);
         }
     }
