@@ -224,9 +224,9 @@ mod tests {
         let catalog = Catalog::embedded();
         let ch = catalog.chapter("07").expect("chapter 07");
         assert_eq!(ch.groups.len(), 6);
-        assert!(embedded::FILES
-            .iter()
-            .all(|(p, _)| !p.contains("/solution/") && !p.ends_with("mutants.toml")));
+        assert!(embedded::FILES.iter().all(|(p, _)| !p.contains("/solution/")
+            && !p.contains("/alternatives/")
+            && !p.ends_with("mutants.toml")));
         assert!(ch
             .given_files()
             .iter()
