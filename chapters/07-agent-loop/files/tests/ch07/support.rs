@@ -26,7 +26,7 @@
 //! A correct loop takes microseconds between two such steps, whatever runs its tools, so it is never
 //! near the limit; no verdict depends on timing luck. The order of steps inside a test is still proven
 //! with explicit gates (oneshot, watch), never with time. A loop that waits for something that never
-//! comes makes no progress, and fails after about one second with the events so far and where it
+//! comes makes no progress, and fails after about a second with the events so far and where it
 //! probably waits, well within the grader's per-test time limit. A loop that never stops asking the
 //! model or emitting events is stopped by [`REQUEST_LIMIT`] and [`EVENT_LIMIT`].
 //!
@@ -64,7 +64,7 @@ use tokio::sync::{oneshot, watch};
 /// How long a test waits for one expected step of the loop while nothing at all happens.
 const STEP_QUIET: Duration = Duration::from_millis(1000);
 /// How long a run may go without any progress before it counts as hung.
-const RUN_QUIET: Duration = Duration::from_millis(1250);
+const RUN_QUIET: Duration = Duration::from_millis(1200);
 
 pub const SYSTEM_PROMPT: &str = "You are a careful coding agent (test system prompt).";
 
@@ -425,10 +425,10 @@ impl Recorder {
             () = self.progress.stalled(STEP_QUIET) => {
                 let (quiet, kinds) = (quiet_secs(STEP_QUIET), self.kinds());
                 panic!(
-                    "{}\n  {}: {kinds:?}",
+                    "{}\n  {why}\n  {}: {kinds:?}",
                     msg!(
-                        "等待事件 {wanted} 超时（{quiet} 秒内循环没有任何进展）：{why}",
-                        "timed out waiting for event {wanted} (the loop made no progress for {quiet} s): {why}"
+                        "等待事件 {wanted} 超时：{quiet} 秒内循环没有任何进展",
+                        "timed out waiting for event {wanted}: the loop made no progress for {quiet} s"
                     ),
                     msg!("已发生的事件", "events so far"),
                 )
@@ -673,11 +673,10 @@ impl Bench {
             () = self.progress.stalled(STEP_QUIET) => {
                 let (quiet, started) = (quiet_secs(STEP_QUIET), self.started());
                 panic!(
-                    "{}\n  {}: {started:?}",
+                    "{}\n  {why}\n  {}: {started:?}",
                     msg!(
-                        "等待调用 {ids:?} 全部开始执行超时（{quiet} 秒内循环没有任何进展）：{why}",
-                        "timed out waiting for calls {ids:?} to start (the loop made no progress for {quiet} s): \
-                         {why}"
+                        "等待调用 {ids:?} 全部开始执行超时：{quiet} 秒内循环没有任何进展",
+                        "timed out waiting for calls {ids:?} to start: the loop made no progress for {quiet} s"
                     ),
                     msg!("实际开始执行的", "actually started"),
                 )
