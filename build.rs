@@ -1,6 +1,7 @@
 //! Embeds the course content (snapshots/ and chapters/) into the binary, so an installed `pi-course`
-//! works from any directory. A chapter's `solution/` and `mutants.toml` are left out on purpose: the
-//! reference answer lives in this repository only.
+//! works from any directory. A chapter's `solution/`, `alternatives/` and `mutants.toml` are left out on
+//! purpose: the reference answer, the other correct loops and the deliberate bugs live in this repository
+//! only.
 
 use std::env;
 use std::fmt::Write as _;
@@ -13,7 +14,7 @@ fn is_repo_only(rel: &str) -> bool {
     let parts: Vec<&str> = rel.split('/').collect();
     parts.first() == Some(&"chapters")
         && parts.len() >= 3
-        && (parts[2] == "solution" || parts[2] == "mutants.toml")
+        && matches!(parts[2], "solution" | "alternatives" | "mutants.toml")
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {

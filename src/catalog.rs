@@ -131,13 +131,28 @@ impl Chapter {
         by_path.into_values().collect()
     }
 
-    /// The editable files as the learner first receives them (the skeleton).
+    /// The editable files as the learner first receives them by default (the Chinese skeleton).
+    #[cfg(test)]
     pub fn skeleton_files(&self) -> Vec<File> {
-        let skeleton: Vec<File> =
-            Self::embedded_under(&format!("chapters/{}/skeleton/", self.folder)).collect();
+        self.skeleton_files_in(Lang::Zh)
+    }
+
+    /// The skeleton in `lang`: `skeleton.<lang>/` where the chapter has one (its comments and `todo!()`
+    /// texts translated), else `skeleton/`. Both declare the same code, so grading never depends on it.
+    pub fn skeleton_files_in(&self, lang: Lang) -> Vec<File> {
+        let dir = |name: &str| -> Vec<File> {
+            Self::embedded_under(&format!("chapters/{}/{name}/", self.folder)).collect()
+        };
+        let (default, translated) = match lang {
+            Lang::Zh => (dir("skeleton"), Vec::new()),
+            Lang::En => (dir("skeleton"), dir("skeleton.en")),
+        };
         self.editable
             .iter()
-            .filter_map(|path| skeleton.iter().find(|f| f.path == path).copied())
+            .filter_map(|path| {
+                let find = |files: &[File]| files.iter().find(|f| f.path == path).copied();
+                find(&translated).or_else(|| find(&default))
+            })
             .collect()
     }
 
@@ -230,12 +245,20 @@ mod tests {
         assert_eq!(ch.groups.len(), 6);
         assert!(embedded::FILES
             .iter()
-            .all(|(p, _)| !p.contains("/solution/") && !p.ends_with("mutants.toml")));
+            .all(|(p, _)| !p.contains("/solution/")
+                && !p.contains("/alternatives/")
+                && !p.ends_with("mutants.toml")));
         assert!(ch
             .given_files()
             .iter()
             .all(|f| f.path != "src/agent_loop.rs"));
         assert_eq!(ch.skeleton_files().len(), ch.editable.len());
+        let english = ch.skeleton_files_in(Lang::En);
+        assert_eq!(english.len(), ch.editable.len());
+        for (zh, en) in ch.skeleton_files().iter().zip(&english) {
+            assert_eq!(zh.path, en.path);
+            assert_ne!(zh.bytes, en.bytes, "{} has an English skeleton", zh.path);
+        }
     }
 
     #[test]

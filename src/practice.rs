@@ -183,7 +183,7 @@ fn make(lang: Lang, chapter: &Chapter, target: &Target) -> std::result::Result<(
                 leftover: None,
             },
         })?;
-    let placed = write_files(staging.path(), chapter).and_then(|()| match target {
+    let placed = write_files(staging.path(), chapter, lang).and_then(|()| match target {
         Target::New { dir, .. } => fs::rename(staging.path(), dir),
         Target::Empty { dir } => move_entries(staging.path(), dir),
     });
@@ -206,13 +206,13 @@ fn make(lang: Lang, chapter: &Chapter, target: &Target) -> std::result::Result<(
     }
 }
 
-/// Writes the given files, the skeleton and, last, the metadata under `root`.
-fn write_files(root: &Path, chapter: &Chapter) -> io::Result<()> {
+/// Writes the given files, the skeleton in `lang` and, last, the metadata under `root`.
+fn write_files(root: &Path, chapter: &Chapter, lang: Lang) -> io::Result<()> {
     let metadata = Metadata::for_chapter(chapter).to_toml();
     let files = chapter
         .given_files()
         .into_iter()
-        .chain(chapter.skeleton_files())
+        .chain(chapter.skeleton_files_in(lang))
         .map(|f| (f.path, f.bytes))
         .chain([(metadata::FILE, metadata.as_bytes())]);
     let with_path = |rel: &str, e: io::Error| io::Error::new(e.kind(), format!("{rel}: {e}"));

@@ -43,6 +43,16 @@ fn skeleton_and_reference_are_warning_free_and_the_given_crate_passes_its_tests(
         describe(&out)
     );
 
+    let english =
+        std::fs::read_to_string(chapter_dir().join("skeleton.en/src/agent_loop.rs")).unwrap();
+    write_loop(&dir, &english);
+    let out = cargo(&dir, &clippy);
+    assert!(
+        out.status.success(),
+        "the English skeleton has warnings\n{}",
+        describe(&out)
+    );
+
     write_loop(&dir, &solution());
     let out = cargo(&dir, &clippy);
     assert!(
@@ -65,10 +75,10 @@ fn skeleton_and_reference_are_warning_free_and_the_given_crate_passes_its_tests(
     );
 }
 
-/// The skeleton and the reference start with the same public surface, byte for byte, up to the marker
-/// that ends it. The tests compile against that surface: identical text keeps a learner's edits (and a
-/// fresh directory after a finished one) from recompiling the whole test crate, and it proves the
-/// reference declares exactly what the skeleton promises.
+/// The skeletons (Chinese and English), the reference and every alternative loop start with the same
+/// public surface, byte for byte, up to the marker that ends it. The tests compile against that surface:
+/// identical text keeps a learner's edits (and a fresh directory after a finished one) from recompiling
+/// the whole test crate, and it proves the reference declares exactly what the skeleton promises.
 #[test]
 fn skeleton_and_reference_share_the_public_surface() {
     let chapter = chapter_dir();
@@ -87,4 +97,243 @@ fn skeleton_and_reference_share_the_public_surface() {
         &reference[..end(&reference)],
         "the skeleton and the reference declare different public surfaces"
     );
+    let mut others = vec!["skeleton.en/src/agent_loop.rs".to_string()];
+    for entry in std::fs::read_dir(chapter.join("alternatives")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        others.push(format!("alternatives/{name}"));
+    }
+    assert!(others.len() > 1, "no alternative loop");
+    for other in others {
+        let text = read(&other);
+        assert_eq!(
+            &text[..end(&text)],
+            &skeleton[..end(&skeleton)],
+            "{other} declares another public surface than the skeleton"
+        );
+    }
+}
+
+/// `practice --lang en` (or `PI_COURSE_LANG=en`) writes the English skeleton: its comments and `todo!()`
+/// texts below the surface are English only. Chinese stays the default. Grading does not care which
+/// skeleton a directory was made with: both get the same verdict for every test, each failure naming
+/// its Lab.
+#[test]
+fn the_english_skeleton_is_written_on_request_and_graded_like_the_chinese_one() {
+    let chapter = chapter_dir();
+    let english = std::fs::read(chapter.join("skeleton.en/src/agent_loop.rs")).unwrap();
+    let chinese = std::fs::read(chapter.join("skeleton/src/agent_loop.rs")).unwrap();
+    let below = String::from_utf8_lossy(&english);
+    let marker = "// Above is the public surface the tests compile against.";
+    let below = &below[below.find(marker).unwrap()..];
+    assert!(
+        !below.chars().any(is_cjk),
+        "the English skeleton's own part holds Chinese"
+    );
+
+    let tmp = tempfile::Builder::new()
+        .prefix("content-lang-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let made = |name: &str, args: &[&str], env: Option<&str>| {
+        let mut command = pi_course(tmp.path());
+        command.args(["practice", "07", name]).args(args);
+        if let Some(lang) = env {
+            command.env("PI_COURSE_LANG", lang);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", describe(&out));
+        let dir = tmp.path().join(name);
+        let written = std::fs::read(dir.join("src/agent_loop.rs")).unwrap();
+        (dir, written)
+    };
+    let (en_dir, written) = made("en", &["--lang", "en"], None);
+    assert!(written == english, "--lang en wrote another skeleton");
+    let (_, written) = made("en-env", &[], Some("en"));
+    assert!(
+        written == english,
+        "PI_COURSE_LANG=en wrote another skeleton"
+    );
+    let (zh_dir, written) = made("zh", &[], None);
+    assert!(
+        written == chinese,
+        "the default skeleton is not the Chinese one"
+    );
+
+    let verdicts = |dir: &Path| {
+        let (code, json) = grade_json(dir, &[]);
+        let mut tests = Vec::new();
+        for g in json["groups"].as_array().unwrap() {
+            let lab = format!("Lab {}", g["lab"].as_str().unwrap());
+            for t in g["tests"].as_array().unwrap() {
+                let message = t["message"].as_str().unwrap_or("");
+                assert!(
+                    message.contains(&lab),
+                    "{} names no {lab}: {message}",
+                    t["name"]
+                );
+                tests.push((t["name"].to_string(), t["status"].to_string()));
+            }
+        }
+        (code, json["status"].to_string(), tests)
+    };
+    assert_eq!(
+        verdicts(&en_dir),
+        verdicts(&zh_dir),
+        "the English skeleton is graded differently"
+    );
+}
+
+/// Three English words in a row (std's own `not yet implemented` left out).
+fn has_english(text: &str) -> bool {
+    let text = text.replace("not yet implemented", "");
+    let word = |w: &str| {
+        let w = w.trim_end_matches([',', ':', ';', '.', ')', '?']);
+        !w.is_empty() && w.chars().all(|c| c.is_ascii_alphabetic() || c == '\'')
+    };
+    let words: Vec<&str> = text.split_whitespace().collect();
+    words.windows(3).any(|w| w.iter().all(|x| word(x)))
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c, '\u{3000}'..='\u{303f}' | '\u{4e00}'..='\u{9fff}' | '\u{ff00}'..='\u{ffef}')
+}
+
+/// The reference with the edits of mutant `name` from mutants.toml applied.
+fn mutant(name: &str) -> String {
+    let text = std::fs::read_to_string(chapter_dir().join("mutants.toml")).unwrap();
+    let table: toml::Table = toml::from_str(&text).unwrap();
+    let found = table["mutant"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no mutant {name}"));
+    let mut code = solution();
+    for edit in found["edit"].as_array().unwrap() {
+        let (find, replace) = (
+            edit["find"].as_str().unwrap(),
+            edit["replace"].as_str().unwrap(),
+        );
+        assert_eq!(code.matches(find).count(), 1, "{name}");
+        code = code.replacen(find, replace, 1);
+    }
+    code
+}
+
+/// The message part of every test panic in `output`: from the line after `panicked at tests/` up to the
+/// values of a failed assertion, a note or a blank line.
+fn test_messages(output: &str) -> Vec<String> {
+    let mut messages = Vec::new();
+    let mut lines = output.lines();
+    while let Some(line) = lines.next() {
+        if !line.contains("panicked at tests/") {
+            continue;
+        }
+        let message: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.is_empty() && !l.starts_with("  left:") && !l.starts_with("note:"))
+            .collect();
+        messages.push(message.join("\n"));
+    }
+    messages
+}
+
+/// The chapter's tests speak the grade's language: `pi-course grade` sets `PI_COURSE_LANG`, and with
+/// `en` no Chinese appears, with `zh` no English sentence; unset (a bare `cargo test`) gives both.
+/// Checked on the skeleton (a todo!()), a hang, a driver's wait that never ends, and failed
+/// assertions of several groups.
+#[test]
+fn failure_messages_speak_the_learners_language() {
+    let (_tmp, dir) = practice();
+    let hang = solution_starting_with("std::future::pending::<()>().await;");
+    let skeleton = |path: &str| std::fs::read_to_string(chapter_dir().join(path)).unwrap();
+    // A learner's own text (a todo!() of the skeleton) is quoted as it is: each language gets its own
+    // skeleton here.
+    let (english_skeleton, chinese_skeleton) = (
+        skeleton("skeleton.en/src/agent_loop.rs"),
+        skeleton("skeleton/src/agent_loop.rs"),
+    );
+    let same = |code: String| (code.clone(), code);
+    let variants = [
+        (
+            "skeleton",
+            (english_skeleton, chinese_skeleton),
+            "plain_stop",
+        ),
+        ("hang", same(hang), "plain_stop"),
+        (
+            "tools-run-sequentially",
+            same(mutant("tools-run-sequentially")),
+            "concurrent_tools::both",
+        ),
+        (
+            "signal-child-token",
+            same(mutant("signal-child-token")),
+            "single_tool",
+        ),
+        (
+            "final-from-last-partial",
+            same(mutant("final-from-last-partial")),
+            "plain_stop",
+        ),
+        (
+            "abort-repeats-assistant-message",
+            same(mutant("abort-repeats-assistant-message")),
+            "cancel_and_limits",
+        ),
+    ];
+    for (name, (english_code, chinese_code), filter) in variants {
+        let run = |code: &str, lang: Option<&str>| {
+            write_loop(&dir, code);
+            let mut command =
+                Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+            command
+                .args(["test", "--locked", "--test", "ch07", filter])
+                .current_dir(&dir)
+                .env(
+                    "CARGO_TARGET_DIR",
+                    Path::new(env!("CARGO_TARGET_TMPDIR")).join("content-target"),
+                )
+                .env("RUST_BACKTRACE", "0")
+                .env_remove("PI_COURSE_LANG");
+            if let Some(lang) = lang {
+                command.env("PI_COURSE_LANG", lang);
+            }
+            let out = command.output().unwrap();
+            assert!(!out.status.success(), "{name} passes {filter}");
+            format!("{}{}", stdout(&out), stderr(&out))
+        };
+
+        let english = run(&english_code, Some("en"));
+        let messages = test_messages(&english);
+        assert!(
+            !messages.is_empty(),
+            "{name}: no test failed
+{english}"
+        );
+        for message in &messages {
+            assert!(
+                !message.chars().any(is_cjk) && has_english(message),
+                "{name}, PI_COURSE_LANG=en: {message}"
+            );
+        }
+        let chinese = run(&chinese_code, Some("zh"));
+        let messages = test_messages(&chinese);
+        assert!(
+            !messages.is_empty(),
+            "{name}: no test failed
+{chinese}"
+        );
+        for message in &messages {
+            assert!(
+                message.chars().any(is_cjk) && !has_english(message),
+                "{name}, PI_COURSE_LANG=zh: {message}"
+            );
+        }
+        let both = test_messages(&run(&chinese_code, None));
+        assert!(
+            both.iter().all(|m| m.chars().any(is_cjk) && has_english(m)),
+            "{name}, PI_COURSE_LANG unset: {both:#?}"
+        );
+    }
 }

@@ -26,7 +26,11 @@ async fn calls_that_share_an_id_never_run_and_each_gets_a_duplicate_result() {
     assert_eq!(
         bench.started(),
         Vec::<String>::new(),
-        "重复 id 的调用一个都不得执行，更不能执行两次 / calls with a repeated id must not run at all"
+        "{}",
+        msg!(
+            "重复 id 的调用一个都不得执行，更不能执行两次",
+            "calls with a repeated id must not run at all, let alone twice"
+        )
     );
     let mut wanted = caller_messages();
     wanted.push(Message::Assistant(message));
@@ -38,13 +42,24 @@ async fn calls_that_share_an_id_never_run_and_each_gets_a_duplicate_result() {
     assert_eq!(
         out.result.messages,
         wanted,
-        "每个重复 id 的调用都应得到一条 duplicate-call-id 结果，按调用顺序 / one duplicate-call-id result per call"
+        "{}",
+        msg!(
+            "每个重复 id 的调用都应得到一条 duplicate-call-id 结果，按调用顺序",
+            "one duplicate-call-id result per call, in call order"
+        )
     );
-    out.assert_ends(RunReason::Error, "重复的 call id / repeated call id");
+    out.assert_ends(
+        RunReason::Error,
+        &msg!("重复的 call id", "repeated call id"),
+    );
     assert_eq!(
         out.model.calls(),
         1,
-        "重复 id 之后不得再请求模型 / no request after a repeated id"
+        "{}",
+        msg!(
+            "重复 id 之后不得再请求模型",
+            "no request after a repeated id"
+        )
     );
 }
 
@@ -63,15 +78,32 @@ async fn a_unique_sibling_of_repeated_ids_gets_exactly_one_result() {
 
     let started = bench.started();
     assert!(
-        !started.iter().any(|id| id == "dup") && started.iter().filter(|id| *id == "solo").count() <= 1,
-        "重复 id 的调用不得执行，唯一 id 的调用至多执行一次：实际执行 {started:?} / repeated ids never run"
+        !started.iter().any(|id| id == "dup")
+            && started.iter().filter(|id| *id == "solo").count() <= 1,
+        "{}",
+        msg!(
+            "重复 id 的调用不得执行，唯一 id 的调用至多执行一次：实际执行 {started:?}",
+            "repeated ids never run, the unique one at most once: {started:?} ran"
+        )
     );
     assert_eq!(
         roles(&out.result.messages[caller_messages().len().min(out.result.messages.len())..]),
-        ["assistant", "toolResult(dup)", "toolResult(solo)", "toolResult(dup)"],
-        "每个调用都恰好有一条结果，按调用顺序（不变量 2）/ exactly one result per call, in call order"
+        [
+            "assistant",
+            "toolResult(dup)",
+            "toolResult(solo)",
+            "toolResult(dup)"
+        ],
+        "{}",
+        msg!(
+            "每个调用都恰好有一条结果，按调用顺序（不变量 2）",
+            "exactly one result per call, in call order (invariant 2)"
+        )
     );
-    out.assert_ends(RunReason::Error, "重复的 call id / repeated call id");
+    out.assert_ends(
+        RunReason::Error,
+        &msg!("重复的 call id", "repeated call id"),
+    );
 }
 
 crate::tests![

@@ -10,8 +10,8 @@
 //! ```
 //!
 //! The tests judge what the loop does (requests, events, transcript, result), never how it is built.
-//! Every test runs on a paused clock and is bounded: a loop that hangs fails with a message instead of
-//! waiting forever. These files are given: change `src/agent_loop.rs`, not the tests.
+//! Every test is bounded by the progress the loop makes (see `support.rs`): a loop that hangs fails with a
+//! message instead of waiting forever. These files are given: change `src/agent_loop.rs`, not the tests.
 //!
 //! The target runs on the course's own harness (`harness/`): by hand it behaves like `cargo test`;
 //! under `pi-course grade` it reports each verdict over a channel the code under test cannot reach.

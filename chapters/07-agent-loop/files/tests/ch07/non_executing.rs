@@ -32,22 +32,33 @@ async fn check_branch(stop: StopReason, reason: &str, text: &str, ends: RunReaso
 
     let executed = runs.load(Ordering::SeqCst);
     assert_eq!(
-        executed, 0,
-        "{rule}：任何调用都不得执行，实际执行了 {executed} 次（第三步）/ no call may run: {executed} ran"
+        executed,
+        0,
+        "{rule}: {}",
+        msg!(
+            "任何调用都不得执行，实际执行了 {executed} 次（第三步）",
+            "no call may run, yet {executed} ran (step 3)"
+        )
     );
     let mut order = roles(&caller_messages());
     order.extend(["assistant", "toolResult(cut)", "toolResult(cut-2)"].map(String::from));
     assert_eq!(
         roles(&out.result.messages),
         order,
-        "{rule}：先是这条 assistant，之后按调用顺序每个 call 一条结果（不变量 2）\n  \
-         the assistant comes first, then one result per call, in call order"
+        "{rule}: {}",
+        msg!(
+            "先是这条 assistant，之后按调用顺序每个 call 一条结果（不变量 2）",
+            "the assistant comes first, then one result per call, in call order (invariant 2)"
+        )
     );
     assert_eq!(
         out.result.messages[caller_messages().len()],
         Message::Assistant(message.clone()),
-        "{rule}：assistant 应原样写入 transcript，包括 stop_reason 和 error_message（不变量 1）\n  \
-         the assistant must be appended exactly as the stream's result, error_message included"
+        "{rule}: {}",
+        msg!(
+            "assistant 应原样写入 transcript，包括 stop_reason 和 error_message（不变量 1）",
+            "the assistant must be appended exactly as the stream's result, error_message included (invariant 1)"
+        )
     );
     let skipped_results: Vec<Message> = calls.iter().map(|c| skipped(c, reason, text)).collect();
     let mut wanted = caller_messages();
@@ -56,8 +67,13 @@ async fn check_branch(stop: StopReason, reason: &str, text: &str, ends: RunReaso
     assert_eq!(
         out.result.messages,
         wanted,
-        "{rule}：assistant 之后应按调用顺序为每个 call 写入一条 skipped 错误结果，details \
-         {{skipped: true, reason: {reason:?}}}（不变量 2）\n  expected one skipped error result per call, in call order"
+        "{rule}: {}",
+        msg!(
+            "assistant 之后应按调用顺序为每个 call 写入一条 skipped 错误结果，details \
+             {{skipped: true, reason: {reason:?}}}（不变量 2）",
+            "expected one skipped error result per call, in call order, details {{skipped: true, reason: \
+             {reason:?}}} (invariant 2)"
+        )
     );
 
     let mut kinds = streamed_kinds(&message).await;
@@ -73,19 +89,30 @@ async fn check_branch(stop: StopReason, reason: &str, text: &str, ends: RunReaso
     assert_eq!(
         out.kinds(),
         kinds,
-        "{rule}：每个 call 发一个 tool_skipped（按调用顺序），不得有 tool_start，最后一个 turn_end\n  \
-         expected one tool_skipped per call, no tool_start, then a single turn_end"
+        "{rule}: {}",
+        msg!(
+            "每个 call 发一个 tool_skipped（按调用顺序），不得有 tool_start，最后一个 turn_end（第三步）",
+            "expected one tool_skipped per call, in call order, no tool_start, then a single turn_end (step 3)"
+        )
     );
     assert_eq!(
         out.events.results(true),
         skipped_results,
-        "tool_skipped 事件应携带写入 transcript 的同一条结果 / tool_skipped must carry the written result"
+        "{rule}: {}",
+        msg!(
+            "tool_skipped 事件应携带写入 transcript 的同一条结果",
+            "tool_skipped must carry the result written to the transcript"
+        )
     );
     out.assert_ends(ends, rule);
     assert_eq!(
         (out.model.calls(), out.result.steps),
         (1, 1),
-        "{rule}：终态之后不得再请求模型，(模型调用次数, steps) 应为 (1, 1) / no request may follow a terminal state"
+        "{rule}: {}",
+        msg!(
+            "终态之后不得再请求模型，(模型调用次数, steps) 应为 (1, 1)",
+            "no request may follow a terminal state: (model calls, steps) must be (1, 1)"
+        )
     );
 }
 
@@ -130,8 +157,11 @@ async fn the_length_skipped_result_matches_the_chapters_wire_example() {
     assert_eq!(
         written,
         Some(example),
-        "length 调用的 skipped 结果应与本章示例的 JSON 完全一致（第三步）/ the skipped result must match the \
-         chapter's example"
+        "{}",
+        msg!(
+            "length 调用的 skipped 结果应与本章示例的 JSON 完全一致（第三步）",
+            "the skipped result must match the chapter's example exactly (step 3)"
+        )
     );
 }
 
@@ -148,7 +178,11 @@ async fn length_never_reaches_an_injected_executor() {
     assert_eq!(
         bench.started(),
         Vec::<String>::new(),
-        "length 回合不得调用注入的 executor（第三步）/ length must not call the injected executor"
+        "{}",
+        msg!(
+            "length 回合不得调用注入的 executor（第三步）",
+            "length must not call the injected executor (step 3)"
+        )
     );
     out.assert_ends(RunReason::Length, "length + calls");
 }
@@ -209,21 +243,36 @@ async fn tool_use_without_calls_ends_error_without_any_result() {
     assert_eq!(
         out.result.messages,
         wanted,
-        "toolUse 却没有 call：只写入这条 assistant，不写任何结果 / toolUse without calls: no result is written"
+        "{}",
+        msg!(
+            "toolUse 却没有 call：只写入这条 assistant，不写任何结果",
+            "toolUse without calls: only the assistant is written, no result"
+        )
     );
     let mut kinds = streamed_kinds(&message).await;
     kinds.extend(["assistant_message", "turn_end(Error)"].map(String::from));
     assert_eq!(
         out.kinds(),
         kinds,
-        "toolUse 无 call 应直接以 error 结束 / expected a direct turn_end(error)"
+        "{}",
+        msg!(
+            "toolUse 无 call 应直接以 error 结束",
+            "toolUse without calls: expected a direct turn_end(error)"
+        )
     );
-    out.assert_ends(RunReason::Error, "toolUse 无 call / toolUse without calls");
+    out.assert_ends(
+        RunReason::Error,
+        &msg!("toolUse 无 call", "toolUse without calls"),
+    );
+    let calls = out.model.calls();
     assert_eq!(
-        out.model.calls(),
+        calls,
         1,
-        "toolUse 无 call 不得再请求模型：实际请求 {} 次 / no further request",
-        out.model.calls()
+        "{}",
+        msg!(
+            "toolUse 无 call 不得再请求模型：实际请求 {calls} 次",
+            "toolUse without calls: no further request, got {calls}"
+        )
     );
 }
 
@@ -244,18 +293,27 @@ async fn length_error_and_aborted_without_calls_end_with_their_own_reason() {
             .run()
             .await;
 
-        let rule = format!("{stop:?} 无 call / {stop:?} without calls");
+        let rule = msg!("{stop:?} 无 call", "{stop:?} without calls");
         out.assert_ends(ends, &rule);
         let mut wanted = caller_messages();
         wanted.push(Message::Assistant(message));
         assert_eq!(
-            out.result.messages, wanted,
-            "{rule}：没有 call 就没有要配对的结果，只写入这条 assistant（第三步）/ no call: only the assistant is written"
+            out.result.messages,
+            wanted,
+            "{rule}: {}",
+            msg!(
+                "没有 call 就没有要配对的结果，只写入这条 assistant（第三步）",
+                "no call: only the assistant is written (step 3)"
+            )
         );
         assert_eq!(
             out.model.calls(),
             1,
-            "{rule}：终态之后不得再请求模型 / no request may follow a terminal state"
+            "{rule}: {}",
+            msg!(
+                "终态之后不得再请求模型",
+                "no request may follow a terminal state"
+            )
         );
     }
 }

@@ -2,30 +2,54 @@
 //!
 //! - [`Setup`] builds a run: a `ScriptedModel`, the caller's shared context, options whose event sink
 //!   records every `LoopEvent`, and [`Setup::run`] / [`Setup::run_with`], the bounded runner.
-//! - [`Recorder`] is the thread-safe event sink (events may come from any task).
+//! - [`Recorder`] is the thread-safe event sink (events may come from any task or thread).
 //! - [`Bench`] is an injected executor driven by gates: a gated call waits until the test releases it.
 //! - [`FakeTool`] is a registry tool that only counts its executions and reports progress.
+//! - [`msg!`] writes a failure message in the learner's language.
 //!
-//! Every run happens on a current-thread runtime whose clock is paused. When every task is idle the clock
-//! jumps to the next timer, so a loop that waits for something that never comes hits the timeout at
-//! once, with a message that says where it probably waits. No real time is ever spent.
+//! # How a hung loop is caught
+//!
+//! A correct loop may run its tools anywhere: on tokio tasks of the test's runtime, on the blocking pool,
+//! on OS threads that drive the tool on a runtime of their own, or by awaiting them in place. The tests
+//! must pass for every one of those, every time, and still fail a loop that hangs, quickly and with a
+//! message that says where it waits.
+//!
+//! A paused tokio clock cannot do both: it jumps to the next timer whenever the test's runtime is idle,
+//! and the test's runtime is idle exactly while a tool works on another thread, so a correct loop whose
+//! tools run on OS threads was reported hung. So the clock is real, and a hang is judged by *progress*,
+//! not by total time. Every step a loop can take passes through this file: an event reaches the
+//! [`Recorder`], a request reaches the model, a call enters, passes its gate or leaves the [`Bench`] or a
+//! [`FakeTool`], the test releases a gate. Each of those, from whatever thread, ticks the test's
+//! [`Progress`]. A run counts as hung only when nothing at all has happened for [`RUN_QUIET`]; a test
+//! waiting for one expected step gives up after [`STEP_QUIET`] without progress, with its own message.
+//!
+//! A correct loop takes microseconds between two such steps, whatever runs its tools, so it is never
+//! near the limit; no verdict depends on timing luck. The order of steps inside a test is still proven
+//! with explicit gates (oneshot, watch), never with time. A loop that waits for something that never
+//! comes makes no progress, and fails after about a second with the events so far and where it
+//! probably waits, well within the grader's per-test time limit. A loop that never stops asking the
+//! model or emitting events is stopped by [`REQUEST_LIMIT`] and [`EVENT_LIMIT`].
+//!
+//! [`STEP_QUIET`] is shorter than [`RUN_QUIET`], and both count from the same last tick, so when a test
+//! waits for a step that never comes, its own precise message wins over the general one.
 
 use std::any::Any;
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Mutex, MutexGuard, Once, OnceLock};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pi_course::agent_loop::{
     AgentContext, AgentLoopOptions, AgentRunResult, EventSink, LoopEvent, RunReason, SharedContext,
     ToolExecutor,
 };
-use pi_course::event_stream::EventStream;
+use pi_course::event_stream::{event_stream, EventStream};
 use pi_course::message::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage,
 };
@@ -37,10 +61,10 @@ use pi_course::tool::{
 use serde_json::{json, Value};
 use tokio::sync::{oneshot, watch};
 
-/// How long (on the paused clock) a run may take before it counts as hung.
-const RUN_LIMIT: Duration = Duration::from_secs(600);
-/// How long (on the paused clock) a test's driver waits for one expected step of the loop.
-const STEP_LIMIT: Duration = Duration::from_secs(60);
+/// How long a test waits for one expected step of the loop while nothing at all happens.
+const STEP_QUIET: Duration = Duration::from_millis(1000);
+/// How long a run may go without any progress before it counts as hung.
+const RUN_QUIET: Duration = Duration::from_millis(1200);
 
 pub const SYSTEM_PROMPT: &str = "You are a careful coding agent (test system prompt).";
 
@@ -51,6 +75,115 @@ pub fn caller_messages() -> Vec<Message> {
         Message::Assistant(text_reply("Hi! What should I do?")),
         Message::user("list the files"),
     ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// The learner's language
+// ---------------------------------------------------------------------------------------------
+
+/// The language of failure messages. `pi-course grade` sets `PI_COURSE_LANG` to `zh` or `en` for every
+/// test; a bare `cargo test` leaves it unset and gets both, Chinese first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    Zh,
+    En,
+    Both,
+}
+
+pub fn lang() -> Lang {
+    static LANG: OnceLock<Lang> = OnceLock::new();
+    *LANG.get_or_init(|| {
+        let value = std::env::var("PI_COURSE_LANG").unwrap_or_default();
+        let value = value.to_ascii_lowercase();
+        if value.starts_with("en") {
+            Lang::En
+        } else if value.starts_with("zh") {
+            Lang::Zh
+        } else {
+            Lang::Both
+        }
+    })
+}
+
+/// One message in the learner's language: `zh`, `en`, or both (`zh / en`, or `en` on a line of its
+/// own when either is long).
+pub fn pick(zh: String, en: String) -> String {
+    match lang() {
+        Lang::Zh => zh,
+        Lang::En => en,
+        Lang::Both if zh.contains('\n') || zh.chars().count() + en.chars().count() > 100 => {
+            format!("{zh}\n  {en}")
+        }
+        Lang::Both => format!("{zh} / {en}"),
+    }
+}
+
+/// `msg!("中文 {x}", "English {x}")`: a failure message in the learner's language (see [`pick`]). Both
+/// texts are format strings; they may capture the same variables.
+macro_rules! msg {
+    ($zh:literal, $en:literal $(,)?) => {
+        $crate::support::pick(format!($zh), format!($en))
+    };
+}
+pub(crate) use msg;
+
+// ---------------------------------------------------------------------------------------------
+// Progress: how a hung loop is told from a working one (see the module documentation)
+// ---------------------------------------------------------------------------------------------
+
+/// When the test's loop last did anything observable, and a signal on every such step.
+pub struct Progress {
+    last: Mutex<Instant>,
+    ticks: watch::Sender<u64>,
+}
+
+thread_local! {
+    /// The running test's progress. libtest runs every test on a thread of its own, so this is one per
+    /// test; every helper is made on that thread and keeps an `Arc` of it for whatever thread it runs on.
+    static PROGRESS: OnceCell<Arc<Progress>> = const { OnceCell::new() };
+}
+
+impl Progress {
+    /// The running test's progress.
+    pub fn current() -> Arc<Progress> {
+        PROGRESS.with(|cell| {
+            cell.get_or_init(|| {
+                Arc::new(Progress {
+                    last: Mutex::new(Instant::now()),
+                    ticks: watch::Sender::new(0),
+                })
+            })
+            .clone()
+        })
+    }
+
+    /// Something happened: an event, a request, a tool step, a gate released.
+    pub fn tick(&self) {
+        *lock(&self.last) = Instant::now();
+        self.ticks.send_modify(|n| *n += 1);
+    }
+
+    /// Returns once nothing has happened for `quiet`; never returns while the loop keeps moving.
+    pub async fn stalled(&self, quiet: Duration) {
+        let mut ticks = self.ticks.subscribe();
+        loop {
+            ticks.borrow_and_update();
+            let deadline = *lock(&self.last) + quiet;
+            tokio::select! {
+                biased;
+                _ = ticks.changed() => {}
+                () = tokio::time::sleep_until(deadline.into()) => {
+                    if lock(&self.last).elapsed() >= quiet {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn quiet_secs(quiet: Duration) -> String {
+    format!("{:.1}", quiet.as_secs_f64())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -107,6 +240,11 @@ pub fn ok_result(call: &ToolCall, details: Value) -> ToolResultMessage {
     }
 }
 
+/// The details [`Bench`] returns with every normal result.
+pub fn bench_details(id: &str) -> Value {
+    json!({ "call": id, "lines": [1, 2, 3] })
+}
+
 /// The skipped result the chapter prescribes for a call that must not run.
 pub fn skipped(call: &ToolCall, reason: &str, text: &str) -> Message {
     Message::ToolResult(ToolResultMessage {
@@ -144,6 +282,7 @@ pub fn result_for<'a>(messages: &'a [Message], id: &str) -> Option<&'a ToolResul
 pub struct Recorder {
     events: Mutex<Vec<LoopEvent>>,
     changed: watch::Sender<usize>,
+    progress: Arc<Progress>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -180,6 +319,7 @@ impl Recorder {
         Arc::new(Recorder {
             events: Mutex::new(Vec::new()),
             changed: watch::Sender::new(0),
+            progress: Progress::current(),
         })
     }
 
@@ -193,10 +333,15 @@ impl Recorder {
             };
             if count > EVENT_LIMIT {
                 panic!(
-                    "循环已发出 {count} 个事件，停不下来 / the loop emitted {count} events and never ends"
+                    "{}",
+                    msg!(
+                        "循环已发出 {count} 个事件，停不下来",
+                        "the loop emitted {count} events and never ends"
+                    )
                 );
             }
             me.changed.send_modify(|n| *n += 1);
+            me.progress.tick();
         })
     }
 
@@ -208,9 +353,13 @@ impl Recorder {
     pub fn summary(&self) -> String {
         let kinds = self.kinds();
         let skip = kinds.len().saturating_sub(24);
+        let (total, shown) = (kinds.len(), &kinds[skip..]);
         match skip {
             0 => format!("{kinds:?}"),
-            _ => format!("(last 24 of {}) {:?}", kinds.len(), &kinds[skip..]),
+            _ => msg!(
+                "（共 {total} 个，最后 24 个）{shown:?}",
+                "(last 24 of {total}) {shown:?}"
+            ),
         }
     }
 
@@ -226,6 +375,16 @@ impl Recorder {
         let events = lock(&self.events);
         let found = events.iter().filter_map(|e| match e {
             LoopEvent::AssistantMessage(m) => Some(m.clone()),
+            _ => None,
+        });
+        found.collect()
+    }
+
+    /// The calls carried by every `tool_start` event.
+    pub fn started_calls(&self) -> Vec<ToolCall> {
+        let events = lock(&self.events);
+        let found = events.iter().filter_map(|e| match e {
+            LoopEvent::ToolStart { call } => Some(call.clone()),
             _ => None,
         });
         found.collect()
@@ -255,44 +414,68 @@ impl Recorder {
         found.collect()
     }
 
-    /// Waits until an event of this kind has been emitted; fails with `why` if it never is.
+    /// Waits until an event of this kind has been emitted; fails with `why` if the loop stops making
+    /// progress before it is.
     pub async fn wait_for(&self, wanted: &str, why: &str) {
         let mut changes = self.changed.subscribe();
         let seen = changes.wait_for(|_| self.kinds().iter().any(|k| k == wanted));
-        if tokio::time::timeout(STEP_LIMIT, seen).await.is_err() {
-            panic!(
-                "等待事件 {wanted} 超时：{why}\n  已发生的事件 / events so far: {:?}\n  \
-                 timed out waiting for event {wanted}",
-                self.kinds()
-            );
+        tokio::select! {
+            biased;
+            _ = seen => {}
+            () = self.progress.stalled(STEP_QUIET) => {
+                let (quiet, kinds) = (quiet_secs(STEP_QUIET), self.kinds());
+                panic!(
+                    "{}\n  {why}\n  {}: {kinds:?}",
+                    msg!(
+                        "等待事件 {wanted} 超时：{quiet} 秒内循环没有任何进展",
+                        "timed out waiting for event {wanted}: the loop made no progress for {quiet} s"
+                    ),
+                    msg!("已发生的事件", "events so far"),
+                )
+            }
         }
     }
 }
 
 /// Where a loop whose last event is `last` most likely waits (used when a run hangs).
-fn hang_hint(last: Option<&String>) -> &'static str {
+fn hang_hint(last: Option<&String>) -> String {
     let last = match last {
         None => {
-            return "第一次模型请求之前或之中：是否在等待一个不会到来的东西（例如自己持有的锁）？ \
-                    / before or inside the first model request"
+            return msg!(
+                "第一次模型请求之前或之中：是否在等待一个不会到来的东西（例如自己持有的锁）？",
+                "before or inside the first model request: waiting for something that never comes (a lock \
+                 you hold yourself?)"
+            )
         }
         Some(last) => last.as_str(),
     };
     if last.starts_with("model_event(done") || last.starts_with("model_event(error") {
-        "模型流已结束，是否在等 stream.result()，或事件读取没有在 None 处停下？ \
-         / the model stream ended: waiting for its result?"
+        msg!(
+            "模型流已结束，是否在等 stream.result()，或事件读取没有在 None 处停下？",
+            "the model stream ended: waiting for its result, or reading events past the None?"
+        )
     } else if last.starts_with("model_event") {
-        "正在读取模型流 / reading the model stream"
+        msg!("正在读取模型流", "reading the model stream")
     } else if last.starts_with("tool_start") || last.starts_with("tool_progress") {
-        "在等待一个工具：它在等测试放行，或工具被逐个执行、后面的调用从未启动 \
-         / waiting for a tool (one the test has not released, or tools run one after another)"
+        msg!(
+            "在等待一个工具：它在等测试放行，或工具被逐个执行、后面的调用从未启动",
+            "waiting for a tool (one the test has not released, or tools run one after another)"
+        )
     } else if last.starts_with("tool_end") {
-        "一个工具结束后：在等同一批的其他调用？ / after a tool ended: waiting for the rest of the batch"
+        msg!(
+            "一个工具结束后：在等同一批的其他调用？",
+            "after a tool ended: waiting for the rest of the batch"
+        )
     } else if last.starts_with("turn_end") {
-        "turn_end 之后应立即返回 / after turn_end the loop should return at once"
+        msg!(
+            "turn_end 之后应立即返回",
+            "after turn_end the loop should return at once"
+        )
     } else {
-        "处理最终 assistant 消息时（决策表，或一批调用发出 tool_start 之前） \
-         / after the final message: in the decision table, or before a batch's tool_start"
+        msg!(
+            "处理最终 assistant 消息时（决策表，或一批调用发出 tool_start 之前）",
+            "after the final message: in the decision table, or before a batch's tool_start"
+        )
     }
 }
 
@@ -304,6 +487,7 @@ fn hang_hint(last: Option<&String>) -> &'static str {
 pub struct FakeTool {
     pub name: &'static str,
     pub runs: Arc<AtomicUsize>,
+    pub progress: Arc<Progress>,
 }
 
 impl FakeTool {
@@ -331,6 +515,7 @@ impl Tool for FakeTool {
         ctx: ToolContext,
     ) -> BoxFuture<Result<ToolOutput, ToolError>> {
         self.runs.fetch_add(1, Ordering::SeqCst);
+        self.progress.tick();
         Box::pin(async move {
             (ctx.report_progress)(vec![ContentBlock::text("halfway")]);
             let text = arguments["text"].as_str().unwrap_or_default().to_string();
@@ -352,6 +537,8 @@ pub struct DiskFull;
 
 pub const DEBUG_MARKER: &str = "DEBUG-ONLY-DETAIL";
 pub const PANIC_MARKER: &str = "deliberate test panic";
+/// The payload of the tool `crash`: a `&'static str`, as `panic!("literal")` raises.
+pub const CRASH_TEXT: &str = "kaboom (deliberate test panic)";
 
 impl fmt::Display for DiskFull {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -370,13 +557,15 @@ impl fmt::Debug for DiskFull {
 
 impl std::error::Error for DiskFull {}
 
-/// An injected executor whose behaviour is chosen by the call's tool name:
+/// An injected executor whose behaviour is chosen by the call's tool name. A call whose id was gated
+/// with [`Bench::new`] first waits until the test releases it, then:
 ///
-/// - `explode`: returns `Err(DiskFull)` at once;
-/// - `crash`: panics with a `&'static str` payload; `crash_owned`: panics with a `String` payload;
-/// - `report`: reports progress once, then behaves like any other name;
-/// - any other name: returns a normal result ([`ok_result`]), after waiting for its gate if the call's id
-///   was gated with [`Bench::new`].
+/// - `explode`: returns `Err(DiskFull)`;
+/// - `crash`: panics with a `&'static str` payload ([`CRASH_TEXT`]); `crash_owned`: panics with a
+///   `String` payload (`kaboom <id> (deliberate test panic)`);
+/// - `report`: reports progress once, then returns a normal result;
+/// - `cancel_run`: cancels the signal in its context, then returns a normal result;
+/// - any other name: returns a normal result ([`ok_result`] with [`bench_details`]).
 pub struct Bench {
     gates: Mutex<HashMap<String, oneshot::Receiver<()>>>,
     releases: Mutex<HashMap<String, oneshot::Sender<()>>>,
@@ -384,6 +573,7 @@ pub struct Bench {
     contexts: Mutex<Vec<(String, String)>>,
     signals: Mutex<Vec<CancellationToken>>,
     changed: watch::Sender<usize>,
+    progress: Arc<Progress>,
 }
 
 impl Bench {
@@ -401,6 +591,7 @@ impl Bench {
             contexts: Mutex::new(Vec::new()),
             signals: Mutex::new(Vec::new()),
             changed: watch::Sender::new(0),
+            progress: Progress::current(),
         })
     }
 
@@ -408,7 +599,11 @@ impl Bench {
         let me = Arc::clone(self);
         Arc::new(move |call: ToolCall, ctx: ToolContext| {
             let me = Arc::clone(&me);
-            let run = async move { me.execute(call, ctx).await };
+            let run = async move {
+                let result = me.execute(call, ctx).await;
+                me.progress.tick();
+                result
+            };
             Box::pin(run) as BoxFuture<Result<ToolResultMessage, ToolError>>
         })
     }
@@ -422,22 +617,22 @@ impl Bench {
         lock(&self.contexts).push((call.id.clone(), ctx.call_id.clone()));
         lock(&self.signals).push(ctx.signal.clone());
         self.changed.send_modify(|n| *n += 1);
-        match call.name.as_str() {
-            "explode" => return Err(Box::new(DiskFull)),
-            "crash" => panic!("kaboom ({PANIC_MARKER})"),
-            "crash_owned" => std::panic::panic_any(format!("kaboom {} ({PANIC_MARKER})", call.id)),
-            "report" => (ctx.report_progress)(vec![ContentBlock::text("step 1 of 2")]),
-            _ => {}
-        }
+        self.progress.tick();
         let gate = lock(&self.gates).remove(&call.id);
         if let Some(gate) = gate {
             // Dropping the sender (the test ended) also ends the wait.
             let _ = gate.await;
+            self.progress.tick();
         }
-        Ok(ok_result(
-            &call,
-            json!({ "call": call.id, "lines": [1, 2, 3] }),
-        ))
+        match call.name.as_str() {
+            "explode" => return Err(Box::new(DiskFull)),
+            "crash" => std::panic::panic_any(CRASH_TEXT),
+            "crash_owned" => std::panic::panic_any(format!("kaboom {} ({PANIC_MARKER})", call.id)),
+            "report" => (ctx.report_progress)(vec![ContentBlock::text("step 1 of 2")]),
+            "cancel_run" => ctx.signal.cancel(),
+            _ => {}
+        }
+        Ok(ok_result(&call, bench_details(&call.id)))
     }
 
     /// Call ids in the order the executor was entered (one entry per execution).
@@ -461,24 +656,31 @@ impl Bench {
             .remove(id)
             .expect("each gate is released once");
         let _ = tx.send(());
+        self.progress.tick();
     }
 
-    /// Waits until the executor has been entered for every id in `ids`; fails with `why` if not.
+    /// Waits until the executor has been entered for every id in `ids`; fails with `why` if the loop
+    /// stops making progress before.
     pub async fn wait_started(&self, ids: &[&str], why: &str) {
         let all_started = |_: &usize| {
             let started = lock(&self.started);
             ids.iter().all(|id| started.iter().any(|s| s == id))
         };
         let mut changes = self.changed.subscribe();
-        if tokio::time::timeout(STEP_LIMIT, changes.wait_for(all_started))
-            .await
-            .is_err()
-        {
-            panic!(
-                "等待调用 {ids:?} 全部开始执行超时：{why}\n  实际开始执行的 / actually started: {:?}\n  \
-                 timed out waiting for calls {ids:?} to start",
-                self.started()
-            );
+        tokio::select! {
+            biased;
+            _ = changes.wait_for(all_started) => {}
+            () = self.progress.stalled(STEP_QUIET) => {
+                let (quiet, started) = (quiet_secs(STEP_QUIET), self.started());
+                panic!(
+                    "{}\n  {why}\n  {}: {started:?}",
+                    msg!(
+                        "等待调用 {ids:?} 全部开始执行超时：{quiet} 秒内循环没有任何进展",
+                        "timed out waiting for calls {ids:?} to start: the loop made no progress for {quiet} s"
+                    ),
+                    msg!("实际开始执行的", "actually started"),
+                )
+            }
         }
     }
 }
@@ -505,14 +707,28 @@ pub struct Outcome {
 
 /// A run of the loop over `script`, with the caller's context [`SYSTEM_PROMPT`] + [`caller_messages`].
 pub fn setup(script: Vec<AssistantMessage>) -> Setup {
+    setup_streaming(script.into_iter().map(|m| (m, None)).collect())
+}
+
+/// Like [`setup`], but a turn given with `Some(events)` streams exactly those events instead of the
+/// ones the `ScriptedModel` derives, then still ends with the scripted final message. That is how a
+/// test makes a stream whose partials differ from its final message, as a real provider's may.
+pub fn setup_streaming(turns: Vec<(AssistantMessage, Option<Vec<ModelEvent>>)>) -> Setup {
     silence_deliberate_panics();
-    let model = Arc::new(ScriptedModel::new(script));
+    let script: Vec<AssistantMessage> = turns.iter().map(|(m, _)| m.clone()).collect();
+    let streams = turns.into_iter().map(|(_, events)| events).collect();
+    let model = Arc::new(ScriptedModel::new(script.clone()));
     let context = Arc::new(Mutex::new(AgentContext {
         system_prompt: SYSTEM_PROMPT.to_string(),
         messages: caller_messages(),
     }));
     let events = Recorder::new();
-    let guarded = Arc::new(Guarded(model.clone()));
+    let guarded = Arc::new(Guarded {
+        model: model.clone(),
+        script,
+        streams,
+        progress: Progress::current(),
+    });
     let mut options = AgentLoopOptions::new(guarded, context.clone());
     options.on_event = events.sink();
     Setup {
@@ -526,14 +742,13 @@ pub fn setup(script: Vec<AssistantMessage>) -> Setup {
 /// A registry holding `echo` and `write`, both counting into `runs`.
 pub fn counting_tools(runs: &Arc<AtomicUsize>) -> pi_course::tool::ToolRegistry {
     let mut tools = pi_course::tool::ToolRegistry::new();
-    tools.register(FakeTool {
-        name: "echo",
-        runs: runs.clone(),
-    });
-    tools.register(FakeTool {
-        name: "write",
-        runs: runs.clone(),
-    });
+    for name in ["echo", "write"] {
+        tools.register(FakeTool {
+            name,
+            runs: runs.clone(),
+            progress: Progress::current(),
+        });
+    }
     tools
 }
 
@@ -542,31 +757,50 @@ const REQUEST_LIMIT: usize = 100;
 /// More events than any test produces: a loop that emits this many never ends by itself.
 const EVENT_LIMIT: usize = 5_000;
 
-/// Hands every request to the scripted model, but stops a loop that would request forever (a busy
-/// loop never lets the paused clock reach a timeout).
-struct Guarded(Arc<ScriptedModel>);
+/// Hands every request to the scripted model (which records it), streams the test's own events for a
+/// turn that has them, and stops a loop that would request forever.
+struct Guarded {
+    model: Arc<ScriptedModel>,
+    script: Vec<AssistantMessage>,
+    streams: Vec<Option<Vec<ModelEvent>>>,
+    progress: Arc<Progress>,
+}
 
 impl Model for Guarded {
     fn stream(&self, request: ModelRequest) -> EventStream<ModelEvent, AssistantMessage> {
-        let calls = self.0.calls();
+        self.progress.tick();
+        let calls = self.model.calls();
         if calls >= REQUEST_LIMIT {
             panic!(
-                "模型已被请求 {calls} 次，循环停不下来：是否有终态分支没有结束运行，或没有遵守 max_steps？\n  \
-                 the model was asked {calls} times: the loop never ends (a terminal branch that goes on, \
-                 or max_steps ignored?)"
+                "{}",
+                msg!(
+                    "模型已被请求 {calls} 次，循环停不下来：是否有终态分支没有结束运行，或没有遵守 max_steps？",
+                    "the model was asked {calls} times: the loop never ends (a terminal branch that goes on, \
+                     or max_steps ignored?)"
+                )
             );
         }
-        self.0.stream(request)
+        let scripted = self.model.stream(request);
+        match (self.streams.get(calls), self.script.get(calls)) {
+            (Some(Some(events)), Some(last)) => {
+                let (tx, stream) = event_stream();
+                for event in events {
+                    tx.push(event.clone());
+                }
+                tx.end(last.clone());
+                stream
+            }
+            _ => scripted,
+        }
     }
 }
 
 pub type Driver = Pin<Box<dyn Future<Output = ()>>>;
 
-/// Runs one test's future to its end on a current-thread runtime whose clock is paused.
+/// Runs one test's future to its end on a current-thread runtime (what `#[tokio::test]` would do).
 pub fn block_on(test: impl Future<Output = ()>) {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .start_paused(true)
         .build()
         .expect("a test runtime")
         .block_on(test)
@@ -583,7 +817,8 @@ impl Setup {
     }
 
     /// Runs the loop and `driver` (the test's side: releasing gates, cancelling) on the same task.
-    /// Fails, instead of waiting forever, if the loop hangs; fails with the payload if the loop panics.
+    /// Fails, instead of waiting forever, if the loop stops making progress; fails with the payload if
+    /// the loop panics.
     pub async fn run_with(self, driver: Driver) -> Outcome {
         let Setup {
             model,
@@ -591,36 +826,63 @@ impl Setup {
             events,
             options,
         } = self;
+        let progress = Progress::current();
+        progress.tick();
         let both = drive(pi_course::boxed_agent_loop(options), driver);
-        let result = match tokio::time::timeout(RUN_LIMIT, both).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(payload)) => {
+        let outcome = tokio::select! {
+            biased;
+            outcome = both => Some(outcome),
+            () = progress.stalled(RUN_QUIET) => None,
+        };
+        let result = match outcome {
+            Some(Ok(result)) => result,
+            Some(Err(payload)) => {
                 let text = payload_text(payload.as_ref());
                 if text.contains("not yet implemented") {
                     panic!(
-                        "{}\n  循环停在了骨架的 todo!() / the loop stopped at a todo!() of the skeleton: {text}\n  \
-                         按 7.1 → 7.5 的顺序完成各个 Lab / finish the Labs in order, 7.1 → 7.5",
-                        this_lab()
+                        "{}\n  {}: {text}\n  {}",
+                        this_lab(),
+                        msg!(
+                            "循环停在了骨架的 todo!()",
+                            "the loop stopped at a todo!() of the skeleton"
+                        ),
+                        msg!(
+                            "按 7.1 → 7.5 的顺序完成各个 Lab",
+                            "finish the Labs in order, 7.1 → 7.5"
+                        )
                     )
                 }
-                let hint = if text.contains("never ends") {
-                    ""
+                let hint = if text.contains("never ends") || text.contains("停不下来") {
+                    String::new()
                 } else {
-                    "\n  （若它来自执行器的错误或 panic，说明它没有被转换成配对的错误结果 / if it comes from \
-                     an executor's error or panic, it escaped instead of becoming a paired error result）"
+                    format!(
+                        "\n  {}",
+                        msg!(
+                            "若它来自执行器的错误或 panic，说明它没有被转换成配对的错误结果",
+                            "if it comes from an executor's error or panic, it escaped instead of becoming a \
+                             paired error result"
+                        )
+                    )
                 };
                 panic!(
-                    "循环本身 panic 了 / the loop panicked: {text}{hint}\n  \
-                     已发生的事件 / events so far: {}",
+                    "{}: {text}{hint}\n  {}: {}",
+                    msg!("循环本身 panic 了", "the loop panicked"),
+                    msg!("已发生的事件", "events so far"),
                     events.summary()
                 )
             }
-            Err(_) => {
+            None => {
+                let quiet = quiet_secs(RUN_QUIET);
                 panic!(
-                    "循环卡住了：在（暂停的）时钟上 {}s 内没有返回 / the loop hung and never returned\n  \
-                     已发生的事件 / events so far: {}\n  可能卡在 / probably waiting: {}",
-                    RUN_LIMIT.as_secs(),
+                    "{}\n  {}: {}\n  {}: {}",
+                    msg!(
+                        "循环卡住了：{quiet} 秒内没有任何进展（没有事件、模型请求或工具动作），也没有返回",
+                        "the loop hung: nothing happened for {quiet} s (no event, model request or tool step) \
+                         and it never returned"
+                    ),
+                    msg!("已发生的事件", "events so far"),
                     events.summary(),
+                    msg!("可能卡在", "probably waiting"),
                     hang_hint(events.kinds().last())
                 )
             }
@@ -660,7 +922,7 @@ const LABS: &[(&str, &str, &str, &str)] = &[
     ),
 ];
 
-/// "Lab 7.2（单工具往返）还没完成 / Lab 7.2 (single tool round trip) is not done yet", for the running test.
+/// "Lab 7.2 (single tool round trip) is not done yet", in the learner's language, for the running test.
 fn this_lab() -> String {
     let thread = std::thread::current();
     let module = thread
@@ -669,16 +931,19 @@ fn this_lab() -> String {
         .unwrap_or("");
     match LABS.iter().find(|(m, ..)| *m == module) {
         Some((_, lab, zh, en)) => {
-            format!("Lab {lab}（{zh}）还没完成 / Lab {lab} ({en}) is not done yet")
+            msg!(
+                "Lab {lab}（{zh}）还没完成",
+                "Lab {lab} ({en}) is not done yet"
+            )
         }
-        None => "这个 Lab 还没完成 / this Lab is not done yet".to_string(),
+        None => msg!("这个 Lab 还没完成", "this Lab is not done yet"),
     }
 }
 
 type LoopFuture = Pin<Box<dyn Future<Output = AgentRunResult>>>;
 
 /// Polls the loop and the driver together. A loop panic ends everything at once; a loop that returns
-/// still lets the driver finish (its own waits time out with a precise message if it cannot).
+/// still lets the driver finish (its own waits fail with a precise message if it cannot).
 async fn drive(
     mut run: LoopFuture,
     mut driver: Driver,
@@ -707,7 +972,7 @@ pub fn payload_text(payload: &(dyn Any + Send)) -> String {
     } else if let Some(s) = payload.downcast_ref::<String>() {
         s.clone()
     } else {
-        "(non-string panic payload)".to_string()
+        msg!("（不是字符串的 panic 载荷）", "(non-string panic payload)")
     }
 }
 
@@ -767,25 +1032,59 @@ impl Outcome {
     pub fn assert_ends(&self, reason: RunReason, rule: &str) {
         let kinds = self.kinds();
         let turn_ends: Vec<&String> = kinds.iter().filter(|k| k.starts_with("turn_end")).collect();
+        let count = turn_ends.len();
         assert_eq!(
-            turn_ends.len(),
+            count,
             1,
-            "一次运行恰好发出一个 turn_end（不变量 3），实际 {} 个 / one run emits exactly one turn_end\n  \
-             全部事件 / all events: {kinds:?}",
-            turn_ends.len()
+            "{}\n  {}: {kinds:?}",
+            msg!(
+                "一次运行恰好发出一个 turn_end（不变量 3），实际 {count} 个",
+                "one run emits exactly one turn_end (invariant 3), got {count}"
+            ),
+            msg!("全部事件", "all events"),
         );
         assert!(
             kinds.last().is_some_and(|k| k.starts_with("turn_end")),
-            "turn_end 必须是最后一个事件 / turn_end must be the last event: {kinds:?}"
+            "{}",
+            msg!(
+                "turn_end 必须是最后一个事件：{kinds:?}",
+                "turn_end must be the last event: {kinds:?}"
+            )
         );
         let wanted = format!("turn_end({reason:?})");
         assert_eq!(
-            turn_ends[0], &wanted,
-            "{rule}：运行应以 {wanted} 结束 / the run must end with {wanted}\n  全部事件 / all events: {kinds:?}"
+            turn_ends[0],
+            &wanted,
+            "{rule}: {}\n  {}: {kinds:?}",
+            msg!("运行应以 {wanted} 结束", "the run must end with {wanted}"),
+            msg!("全部事件", "all events"),
         );
         assert_eq!(
-            self.result.reason, reason,
-            "{rule}：返回的 reason 应与 turn_end 一致，为 {reason:?} / the returned reason must be {reason:?}"
+            self.result.reason,
+            reason,
+            "{rule}: {}",
+            msg!(
+                "返回的 reason 应与 turn_end 一致，为 {reason:?}",
+                "the returned reason must match the turn_end: {reason:?}"
+            )
+        );
+    }
+
+    /// Each model turn emitted exactly one assistant_message, carrying the final message the model
+    /// returned: as many events as model requests, no repeat, none invented.
+    pub fn assert_one_assistant_message_per_turn(&self, rule: &str) {
+        let (sent, calls) = (self.events.count("assistant_message"), self.model.calls());
+        let kinds = self.kinds();
+        assert_eq!(
+            sent,
+            calls,
+            "{rule}: {}\n  {}: {kinds:?}",
+            msg!(
+                "每个模型回合恰好一个 assistant_message：模型被请求 {calls} 次，却发出了 {sent} 个（不重复发，也不编造）",
+                "exactly one assistant_message per model turn: {calls} requests, {sent} events (never repeated, \
+                 never invented)"
+            ),
+            msg!("全部事件", "all events"),
         );
     }
 
@@ -793,14 +1092,23 @@ impl Outcome {
     pub fn assert_context_untouched(&self) {
         let context = lock(&self.context);
         assert_eq!(
-            context.system_prompt, SYSTEM_PROMPT,
-            "调用者的 system prompt 被改动了 / the caller's system prompt was changed"
+            context.system_prompt,
+            SYSTEM_PROMPT,
+            "{}",
+            msg!(
+                "调用者的 system prompt 被改动了",
+                "the caller's system prompt was changed"
+            )
         );
         assert_eq!(
             context.messages,
             caller_messages(),
-            "调用者共享的 context 被写入了：loop 应在开始时克隆消息，只修改自己的 transcript（第一步）\n  \
-             the caller's shared context was written: clone it once, change only the run's own copy",
+            "{}",
+            msg!(
+                "调用者共享的 context 被写入了：loop 应在开始时克隆消息，只修改自己的 transcript（第一步）",
+                "the caller's shared context was written: clone it once at the start, change only the run's \
+                 own copy (step 1)"
+            ),
         );
     }
 }
