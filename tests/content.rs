@@ -220,18 +220,20 @@ fn mutant(name: &str) -> String {
     code
 }
 
-/// The message part of every test panic in `output`: from the line after `panicked at tests/` up to the
-/// values of a failed assertion, a note or a blank line.
+/// The message of every failed test in `output`, as the harness prints it, without an assertion's values.
 fn test_messages(output: &str) -> Vec<String> {
+    // The harness prints each failure as `---- <test> ----` and its message, up to a blank line; an
+    // assertion's `left:`/`right:` values are data, not text, and are left out.
     let mut messages = Vec::new();
     let mut lines = output.lines();
     while let Some(line) = lines.next() {
-        if !line.contains("panicked at tests/") {
+        if !(line.starts_with("---- ") && line.ends_with(" ----")) {
             continue;
         }
         let message: Vec<&str> = lines
             .by_ref()
-            .take_while(|l| !l.is_empty() && !l.starts_with("  left:") && !l.starts_with("note:"))
+            .take_while(|l| !l.is_empty())
+            .take_while(|l| !l.starts_with("  left:") && !l.starts_with(" left:"))
             .collect();
         messages.push(message.join("\n"));
     }
