@@ -71,10 +71,14 @@ fn repo_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 /// The given files: the snapshot, overridden by the chapter's own files, without the editable ones.
 fn expected_given() -> BTreeMap<String, Vec<u8>> {
     let m = manifest();
-    let mut files = match &m.snapshot {
-        Some(s) => repo_files(&repo().join("snapshots").join(s)),
-        None => BTreeMap::new(),
-    };
+    // The test harness every chapter gets, under harness/.
+    let mut files: BTreeMap<String, Vec<u8>> = repo_files(&repo().join("harness"))
+        .into_iter()
+        .map(|(path, bytes)| (format!("harness/{path}"), bytes))
+        .collect();
+    if let Some(s) = &m.snapshot {
+        files.extend(repo_files(&repo().join("snapshots").join(s)));
+    }
     files.extend(repo_files(&chapter_dir().join("files")));
     for editable in &m.editable {
         files.remove(editable);
