@@ -28,10 +28,11 @@ use crate::{cache, report};
 
 pub use outcome::{GradeResult, GroupResult, Problem, Status, Warning};
 
-/// Per-test timeout when none is given. The chapter's tests finish in milliseconds (they run on a paused
-/// clock), so this only bounds a busy loop or a deadlock; it leaves room for a slow machine's first start
-/// of a freshly linked binary. Hung tests give up their slot early (see [`runner::SLOW`]), so even a loop
-/// that hangs every test costs about this long plus half a second per test spread over the cores.
+/// Per-test timeout when none is given. The chapter's tests finish in milliseconds and catch a hung loop
+/// themselves within about a second (they judge it by the progress it makes), so this only bounds a busy
+/// loop or a deadlock, with room for a slow machine's first start of a freshly linked binary. Hung tests
+/// give up their slot early (see [`runner::SLOW`]), so even a loop that hangs every test costs about this
+/// long plus half a second per test spread over the cores.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 5;
 
 /// The build's time limit when none is given.
