@@ -87,7 +87,7 @@ fn skeleton_and_reference_share_the_public_surface() {
         read("skeleton/src/agent_loop.rs"),
         read("solution/src/agent_loop.rs"),
     );
-    let marker = "// Above is the public surface the tests compile against.";
+    let marker = "// Above is the public surface: keep it as it is.";
     let end = |s: &str| {
         s.find(marker)
             .expect("the surface ends with the marker comment")
@@ -123,7 +123,7 @@ fn the_english_skeleton_is_written_on_request_and_graded_like_the_chinese_one() 
     let english = std::fs::read(chapter.join("skeleton.en/src/agent_loop.rs")).unwrap();
     let chinese = std::fs::read(chapter.join("skeleton/src/agent_loop.rs")).unwrap();
     let below = String::from_utf8_lossy(&english);
-    let marker = "// Above is the public surface the tests compile against.";
+    let marker = "// Above is the public surface: keep it as it is.";
     let below = &below[below.find(marker).unwrap()..];
     assert!(
         !below.chars().any(is_cjk),

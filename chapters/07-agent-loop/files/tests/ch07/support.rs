@@ -1123,7 +1123,7 @@ macro_rules! tests {
             vec![$(
                 pi_course_harness::Test::new(
                     format!("{module}::{}", stringify!($name)),
-                    || crate::support::block_on($name()),
+                    || $crate::support::block_on($name()),
                 )
             ),*]
         }
