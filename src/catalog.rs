@@ -135,7 +135,8 @@ impl Chapter {
     /// This chapter as a practice directory of `layout` sees it: the current layout, or an older one it
     /// still grades. `None` for a layout this pi-course does not know (a newer one).
     pub fn with_layout(&self, layout: u32) -> Option<Chapter> {
-        let known = layout == self.current_layout || self.old_layouts.iter().any(|o| o.layout == layout);
+        let known =
+            layout == self.current_layout || self.old_layouts.iter().any(|o| o.layout == layout);
         known.then(|| Chapter {
             layout,
             ..self.clone()

@@ -79,7 +79,10 @@ fn layout_1_directory(parent: &Path, code: &str) -> PathBuf {
 
     // The files laid out are exactly the ones that release wrote.
     let metadata: toml::Table = toml::from_str(&metadata).unwrap();
-    assert!(metadata.get("layout").is_none(), "layout 1 records no layout");
+    assert!(
+        metadata.get("layout").is_none(),
+        "layout 1 records no layout"
+    );
     let recorded = metadata["given"].as_table().unwrap();
     for (path, fingerprint) in recorded {
         let bytes = fs::read(dir.join(path)).unwrap_or_else(|_| panic!("{path} is laid out"));
@@ -109,7 +112,11 @@ fn a_layout_1_directory_with_the_reference_passes_every_group_without_warnings()
     let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let dir = layout_1_directory(tmp.path(), &layout_1_reference());
     let (code, report) = grade_json(&dir, &[]);
-    assert_eq!((code, report["status"].as_str()), (0, Some("pass")), "{report}");
+    assert_eq!(
+        (code, report["status"].as_str()),
+        (0, Some("pass")),
+        "{report}"
+    );
     assert_eq!(report["warnings"], serde_json::json!([]), "{report}");
     for group in report["groups"].as_array().unwrap() {
         assert_eq!(group["status"], "pass", "{group}");
@@ -128,7 +135,11 @@ fn a_layout_1_directory_with_a_mutant_fails_its_group() {
     let (code, report) = grade_json(&dir, &[]);
     assert_eq!(code, 1, "{report}");
     assert_eq!(group_status(&report, "plain-stop"), "fail", "{report}");
-    assert_eq!(group_status(&report, "duplicate-call-ids"), "pass", "{report}");
+    assert_eq!(
+        group_status(&report, "duplicate-call-ids"),
+        "pass",
+        "{report}"
+    );
 }
 
 #[test]
