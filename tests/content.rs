@@ -61,6 +61,12 @@ fn skeleton_and_reference_are_warning_free_and_the_given_crate_passes_its_tests(
         describe(&out)
     );
 
+    let out = cargo(&dir, &["test", "--locked", "-p", "pi-course-harness"]);
+    assert!(
+        out.status.success(),
+        "the harness's own tests fail\n{}",
+        describe(&out)
+    );
     let out = cargo(&dir, &["test", "--locked", "-p", "pi-course-base"]);
     assert!(
         out.status.success(),
