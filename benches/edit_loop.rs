@@ -77,9 +77,7 @@ fn solution() -> String {
 
 /// A one-line edit as a learner makes one: the reference with a statement added to (even `n`), or taken
 /// out of (odd `n`), the loop's body, so the lines below it move, holding a different number each time.
-/// Consecutive edits alternate, and each round makes three (grade, grade without the sandbox, bare cargo
-/// test), so every build, in the grader's slot or the bare target, sees one line added or taken out
-/// since its previous build.
+/// [`Edits`] picks `n` so that every build sees one line added or taken out since its own previous build.
 fn edit(dir: &Path, n: usize) {
     let anchor = "    let reason = loop {\n";
     let reference = solution();
@@ -97,15 +95,45 @@ fn edit(dir: &Path, n: usize) {
     fs::write(dir.join("src/agent_loop.rs"), text).unwrap();
 }
 
+/// Edits for several builds that each keep their own state (the grader's slot, the bare targets): each
+/// build's edit adds the line if its previous one took it out, and the other way round.
+struct Edits {
+    next: usize,
+    added: std::collections::HashMap<&'static str, bool>,
+}
+
+impl Edits {
+    fn new() -> Edits {
+        Edits {
+            next: 0,
+            added: Default::default(),
+        }
+    }
+
+    /// Edits `dir` for the next build of `target`.
+    fn edit(&mut self, dir: &Path, target: &'static str) {
+        let add = !self.added.get(target).copied().unwrap_or(false);
+        self.added.insert(target, add);
+        // An even number adds the line, an odd one takes it out.
+        self.next += 1;
+        let n = 2 * self.next + usize::from(!add);
+        edit(dir, n);
+    }
+}
+
 /// A learner's first edit of the skeleton: Lab 7.1's snapshot written in place of its `todo!()`.
 fn first_step(dir: &Path) {
     let path = dir.join("src/agent_loop.rs");
     let skeleton = fs::read_to_string(&path).unwrap();
-    let todo = skeleton
-        .lines()
-        .find(|l| l.trim_start().starts_with("todo!(\"Lab 7.1: 在锁内"))
-        .expect("the skeleton's snapshot todo");
-    let done = skeleton.replacen(todo, "        self.context.lock().unwrap().clone()", 1);
+    let start = skeleton
+        .find("fn snapshot(")
+        .expect("the skeleton's snapshot function");
+    let end = start + skeleton[start..].find("\n}\n").expect("its end") + 3;
+    let done = format!(
+        "{}fn snapshot(options: &AgentLoopOptions) -> AgentContext {{\n    options.context.lock().unwrap().clone()\n}}\n{}",
+        &skeleton[..start],
+        &skeleton[end..]
+    );
     fs::write(path, done).unwrap();
 }
 
@@ -121,6 +149,17 @@ fn grade_with(dir: &Path, expect_pass: bool, args: &[&str]) -> Duration {
             .arg(dir)
             .stdout(Stdio::null()),
         expect_pass,
+    )
+}
+
+/// `cargo build --lib` in the practice directory: the learner's crate alone, the floor of any grade.
+fn bare_build_lib(dir: &Path, target: &Path) -> Duration {
+    timed(
+        Command::new("cargo")
+            .args(["build", "-q", "--lib"])
+            .current_dir(dir)
+            .env("CARGO_TARGET_DIR", target),
+        true,
     )
 }
 
@@ -227,19 +266,30 @@ fn main() {
     practice(&dir);
     edit(&dir, 0);
     let bare_target = cache().join("bench-bare-target");
+    let lib_target = cache().join("bench-lib-target");
     grade(&dir, true);
     bare_cargo_test(&dir, &bare_target);
+    bare_build_lib(&dir, &lib_target);
 
-    let (mut regrade, mut unsandboxed, mut bare, mut fresh, mut first_edit) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut regrade, mut unsandboxed, mut bare, mut lib, mut fresh, mut first_edit) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    let mut edits = Edits::new();
     let mut build = None;
     for i in 1..=n {
-        edit(&dir, 3 * i);
+        edits.edit(&dir, "slot");
         regrade.push(grade(&dir, true));
         build = Some(build_dir_of(&dir));
-        edit(&dir, 3 * i + 1);
+        edits.edit(&dir, "lib");
+        lib.push(bare_build_lib(&dir, &lib_target));
+        edits.edit(&dir, "slot");
         unsandboxed.push(grade_with(&dir, true, &["--sandbox", "off"]));
-        edit(&dir, 3 * i + 2);
+        edits.edit(&dir, "test");
         bare.push(bare_cargo_test(&dir, &bare_target));
         // A fresh directory (the skeleton, as a learner starts) graded for the first time. The skeleton
         // fails every group, which is the expected verdict here.
@@ -252,8 +302,10 @@ fn main() {
     }
 
     // Where the time of one edit goes, measured in the grader's own build directory.
+    // A grade with nothing to rebuild: cargo's check, then listing and running the tests.
+    let unchanged = median((0..n).map(|_| grade(&dir, true)).collect());
     let build = build.expect("at least one run");
-    edit(&build, 3 * n + 3);
+    edits.edit(&build, "slot");
     let units = timings(&build);
     let noop = median(
         (0..n)
@@ -299,6 +351,16 @@ fn main() {
         secs(b)
     );
     println!(
+        "{:<44} {:>10}",
+        "one-line edit -> bare cargo build --lib",
+        secs(median(lib.clone()))
+    );
+    println!(
+        "{:<44} {:>9.2}x   <= 1.6x",
+        "edit-to-verdict / bare cargo build --lib",
+        ratio(&regrade, &lib)
+    );
+    println!(
         "{:<44} {:>9.2}x   < 1.10x",
         "grader overhead (grade / bare cargo test)",
         ratio(&regrade, &bare)
@@ -337,13 +399,20 @@ fn main() {
         secs(noop)
     );
     for (name, d) in &units {
-        println!(
-            "  {:<42} {:>10}",
-            format!("rustc {name}"),
-            format!("{d:.3} s")
-        );
+        let what = if name.contains("(test)") {
+            format!("test target {name} (rustc + link)")
+        } else {
+            format!("learner crate {name}")
+        };
+        println!("  {:<42} {:>10}", what, format!("{d:.3} s"));
     }
     println!(
-        "  (the test crate's figure includes linking; running the tests is the rest of a grade)"
+        "  {:<42} {:>10}",
+        "running the tests (grade with nothing to build", ""
+    );
+    println!(
+        "  {:<42} {:>10}",
+        "   minus a no-op cargo)",
+        secs(unchanged.saturating_sub(noop))
     );
 }

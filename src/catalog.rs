@@ -76,6 +76,23 @@ struct Manifest {
     guide: Text,
     #[serde(rename = "group")]
     groups: Vec<Group>,
+    #[serde(default = "first_layout")]
+    layout: u32,
+    #[serde(default, rename = "old_layout")]
+    old_layouts: Vec<OldLayout>,
+}
+
+fn first_layout() -> u32 {
+    1
+}
+
+/// A layout of the practice directory that an older pi-course made: still graded, never made again.
+#[derive(Debug, Clone, Deserialize)]
+pub struct OldLayout {
+    pub layout: u32,
+    /// Paths of `files/` that this layout does not have; one ending in `/` is a directory.
+    #[serde(default)]
+    pub without: Vec<String>,
 }
 
 /// A chapter: its manifest plus where its files live in the embedded tree.
@@ -91,6 +108,12 @@ pub struct Chapter {
     pub test_target: String,
     pub guide: Text,
     pub groups: Vec<Group>,
+    /// The layout whose given files this value describes: the current one, unless a practice directory
+    /// of an older layout was opened (see [`Chapter::with_layout`]).
+    pub layout: u32,
+    /// The layout `practice` makes now.
+    pub current_layout: u32,
+    pub old_layouts: Vec<OldLayout>,
 }
 
 /// A file as it goes into a practice directory.
@@ -109,8 +132,20 @@ impl Chapter {
         })
     }
 
-    /// The given files, in the order they are written: the test harness, the snapshot, then the
-    /// chapter's own files (a chapter file overrides a snapshot file of the same path).
+    /// This chapter as a practice directory of `layout` sees it: the current layout, or an older one it
+    /// still grades. `None` for a layout this pi-course does not know (a newer one).
+    pub fn with_layout(&self, layout: u32) -> Option<Chapter> {
+        let known =
+            layout == self.current_layout || self.old_layouts.iter().any(|o| o.layout == layout);
+        known.then(|| Chapter {
+            layout,
+            ..self.clone()
+        })
+    }
+
+    /// The given files of this layout, in the order they are written: the test harness, the snapshot,
+    /// then the chapter's own files (a chapter file overrides a snapshot file of the same path); for an
+    /// old layout, the chapter's files it had, then its own versions from `layouts/<n>/`.
     pub fn given_files(&self) -> Vec<File> {
         let mut by_path: BTreeMap<&'static str, File> = BTreeMap::new();
         // Every chapter's tests run on the same harness, which speaks the grader's verdict channel.
@@ -122,8 +157,22 @@ impl Chapter {
                 by_path.insert(f.path, f);
             }
         }
+        let old = self.old_layouts.iter().find(|o| o.layout == self.layout);
+        let without = old.map_or(&[][..], |o| o.without.as_slice());
         for f in Self::embedded_under(&format!("chapters/{}/files/", self.folder)) {
-            by_path.insert(f.path, f);
+            let dropped = without.iter().any(|w| match w.strip_suffix('/') {
+                Some(dir) => f.path.starts_with(&format!("{dir}/")),
+                None => f.path == w,
+            });
+            if !dropped {
+                by_path.insert(f.path, f);
+            }
+        }
+        if old.is_some() {
+            let layout_dir = format!("chapters/{}/layouts/{}/", self.folder, self.layout);
+            for f in Self::embedded_under(&layout_dir) {
+                by_path.insert(f.path, f);
+            }
         }
         for editable in &self.editable {
             by_path.remove(editable.as_str());
@@ -213,6 +262,9 @@ impl Catalog {
                 default_dir: m.default_dir,
                 editable: m.editable,
                 test_target: m.test_target,
+                layout: m.layout,
+                current_layout: m.layout,
+                old_layouts: m.old_layouts,
                 guide: m.guide,
                 groups: m.groups,
             });

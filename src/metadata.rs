@@ -27,11 +27,19 @@ pub struct Metadata {
     pub made_by: String,
     /// Seconds since the Unix epoch when the directory was made.
     pub created: u64,
+    /// The layout of the directory's given files (see `chapter.toml`); directories made before layouts
+    /// were recorded have layout 1.
+    #[serde(default = "first_layout")]
+    pub layout: u32,
     /// sha256 (hex) of every given file, by path relative to the directory.
     pub given: BTreeMap<String, String>,
 }
 
 /// sha256 of `bytes`, as lowercase hex.
+fn first_layout() -> u32 {
+    1
+}
+
 pub fn fingerprint(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
@@ -49,6 +57,7 @@ impl Metadata {
             chapter: chapter.id.clone(),
             made_by: env!("CARGO_PKG_VERSION").to_string(),
             created,
+            layout: chapter.layout,
             given: chapter
                 .given_files()
                 .iter()
@@ -100,6 +109,14 @@ impl Practice {
             UserError::new(lang.t(
                 "metadata-unknown-chapter",
                 &[("chapter", &metadata.chapter)],
+            ))
+            .with_fix(lang.t("fix-upgrade", &[]))
+        })?;
+        // A directory is graded against the given files of the layout it was made with.
+        let chapter = chapter.with_layout(metadata.layout).ok_or_else(|| {
+            UserError::new(lang.t(
+                "metadata-unknown-layout",
+                &[("layout", &metadata.layout), ("made_by", &metadata.made_by)],
             ))
             .with_fix(lang.t("fix-upgrade", &[]))
         })?;

@@ -61,6 +61,12 @@ fn skeleton_and_reference_are_warning_free_and_the_given_crate_passes_its_tests(
         describe(&out)
     );
 
+    let out = cargo(&dir, &["test", "--locked", "-p", "pi-course-harness"]);
+    assert!(
+        out.status.success(),
+        "the harness's own tests fail\n{}",
+        describe(&out)
+    );
     let out = cargo(&dir, &["test", "--locked", "-p", "pi-course-base"]);
     assert!(
         out.status.success(),
@@ -87,7 +93,7 @@ fn skeleton_and_reference_share_the_public_surface() {
         read("skeleton/src/agent_loop.rs"),
         read("solution/src/agent_loop.rs"),
     );
-    let marker = "// Above is the public surface the tests compile against.";
+    let marker = "// Above is the public surface: keep it as it is.";
     let end = |s: &str| {
         s.find(marker)
             .expect("the surface ends with the marker comment")
@@ -123,7 +129,7 @@ fn the_english_skeleton_is_written_on_request_and_graded_like_the_chinese_one() 
     let english = std::fs::read(chapter.join("skeleton.en/src/agent_loop.rs")).unwrap();
     let chinese = std::fs::read(chapter.join("skeleton/src/agent_loop.rs")).unwrap();
     let below = String::from_utf8_lossy(&english);
-    let marker = "// Above is the public surface the tests compile against.";
+    let marker = "// Above is the public surface: keep it as it is.";
     let below = &below[below.find(marker).unwrap()..];
     assert!(
         !below.chars().any(is_cjk),
@@ -336,6 +342,111 @@ fn failure_messages_speak_the_learners_language() {
         assert!(
             both.iter().all(|m| m.chars().any(is_cjk) && has_english(m)),
             "{name}, PI_COURSE_LANG unset: {both:#?}"
+        );
+    }
+}
+
+/// In a fresh practice directory, rust-analyzer resolves every type the chapter names, from where the
+/// learner sees it (the skeleton's re-export), to its declaration in the given `api/` crate: what
+/// jump-to-definition in an editor does. Read from rust-analyzer's LSIF dump of the directory.
+#[test]
+fn jump_to_definition_reaches_every_type_the_chapter_names() {
+    const OPT_OUT: &str = "PI_COURSE_TESTS_WITHOUT_RUST_ANALYZER";
+    let version = Command::new("rust-analyzer").arg("--version").output();
+    if !version.is_ok_and(|v| v.status.success()) {
+        if std::env::var_os(OPT_OUT).is_some_and(|v| v == "1") {
+            eprintln!("skipped: rust-analyzer is not installed ({OPT_OUT}=1)");
+            return;
+        }
+        panic!(
+            "rust-analyzer is not installed: `rustup component add rust-analyzer` (CI does), or set \
+             {OPT_OUT}=1 to skip this test"
+        );
+    }
+    let (_tmp, dir) = practice();
+    let out = Command::new("rust-analyzer")
+        .arg("lsif")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let dump: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let by_id: std::collections::HashMap<u64, &serde_json::Value> = dump
+        .iter()
+        .map(|v| (v["id"].as_u64().unwrap(), v))
+        .collect();
+    let edges = |label: &str| {
+        dump.iter()
+            .filter(move |v| v["type"] == "edge" && v["label"] == label)
+            .collect::<Vec<_>>()
+    };
+    let out_of = |label: &str, from: u64| -> Vec<u64> {
+        edges(label)
+            .into_iter()
+            .filter(|e| e["outV"].as_u64() == Some(from))
+            .flat_map(|e| match e["inV"].as_u64() {
+                Some(one) => vec![one],
+                None => e["inVs"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|v| v.as_u64()).collect())
+                    .unwrap_or_default(),
+            })
+            .collect()
+    };
+    let document = |suffix: &str| {
+        dump.iter()
+            .find(|v| v["label"] == "document" && v["uri"].as_str().unwrap().ends_with(suffix))
+            .map(|v| v["id"].as_u64().unwrap())
+            .unwrap_or_else(|| panic!("rust-analyzer saw no {suffix}"))
+    };
+    let skeleton = document("/src/agent_loop.rs");
+    let api = document("/api/src/lib.rs");
+    let ranges = out_of("contains", skeleton);
+    let text = std::fs::read_to_string(dir.join("src/agent_loop.rs")).unwrap();
+    let surface = &text[..text.find("Above is the public surface").unwrap()];
+    for name in [
+        "LoopEvent",
+        "RunReason",
+        "AgentRunResult",
+        "AgentLoopOptions",
+        "AgentContext",
+        "SharedContext",
+        "EventSink",
+        "ToolExecutor",
+        "DEFAULT_MAX_STEPS",
+    ] {
+        // Where the skeleton names it in its re-export.
+        let at = surface
+            .find(&format!(" {name},"))
+            .or_else(|| surface.find(&format!(" {name}\n")))
+            .unwrap_or_else(|| panic!("the skeleton does not re-export {name}"))
+            + 1;
+        let line = surface[..at].matches('\n').count() as u64;
+        let column = (at - surface[..at].rfind('\n').map_or(0, |i| i + 1)) as u64;
+        let range = ranges
+            .iter()
+            .find(|r| {
+                let start = &by_id[r]["start"];
+                start["line"].as_u64() == Some(line) && start["character"].as_u64() == Some(column)
+            })
+            .unwrap_or_else(|| panic!("rust-analyzer has no reference at {name}"));
+        let mut targets = Vec::new();
+        for set in out_of("next", *range).into_iter().chain([*range]) {
+            for result in out_of("textDocument/definition", set) {
+                for item in edges("item")
+                    .into_iter()
+                    .filter(|e| e["outV"].as_u64() == Some(result))
+                {
+                    targets.push(item["document"].as_u64().unwrap());
+                }
+            }
+        }
+        assert!(
+            targets.contains(&api),
+            "jump to definition of {name} does not reach api/src/lib.rs (targets: {targets:?})"
         );
     }
 }

@@ -344,7 +344,7 @@ fn tampered_given_files_are_graded_pristine_with_a_warning() {
         .iter()
         .map(|s| format!("mod {} {{ #[test] fn ok() {{}} }}\n", s.replace('-', "_")))
         .collect();
-    fs::write(dir.join("tests/ch07/main.rs"), trivial).unwrap();
+    fs::write(dir.join("tests/ch07/lib.rs"), trivial).unwrap();
     fs::write(dir.join("tests/ch07/plain_stop.rs"), "").unwrap();
     let message_rs = dir.join("course/src/message.rs");
     let mut course = fs::read_to_string(&message_rs).unwrap();
@@ -359,7 +359,7 @@ fn tampered_given_files_are_graded_pristine_with_a_warning() {
     }
     let warnings = json["warnings"].to_string();
     for f in [
-        "tests/ch07/main.rs",
+        "tests/ch07/lib.rs",
         "tests/ch07/plain_stop.rs",
         "course/src/message.rs",
     ] {

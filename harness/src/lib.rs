@@ -1,7 +1,7 @@
 //! The harness that runs a chapter's tests.
 //!
-//! Run by hand (`cargo test --test ch07 plain_stop`), it behaves like Rust's own test runner: the same
-//! filters and flags, the same `test name ... ok` lines. Run by `pi-course grade`, it takes its orders and
+//! Run by hand (`cargo test --test ch07 plain_stop`), it behaves like Rust's own test runner: its filters
+//! and flags (`--exact`, `--skip`, `--list`, ...), its `test name ... ok` lines and its exit status. Run by `pi-course grade`, it takes its orders and
 //! reports each verdict over a channel that only the grader and this harness hold (see [`protocol`]):
 //! whatever the code under test prints, or however its process ends, it cannot turn a test into a pass.
 //!
@@ -46,16 +46,150 @@ pub fn run(tests: Vec<Test>) -> ExitCode {
     }
 }
 
+/// What `cargo test --test ch07 [ARGS]` asks for: the flags of Rust's own test runner that matter here.
+#[derive(Debug, Default, PartialEq)]
+struct Args {
+    filters: Vec<String>,
+    skip: Vec<String>,
+    exact: bool,
+    list: bool,
+    terse: bool,
+    quiet: bool,
+    color: Option<bool>,
+}
+
+impl Args {
+    /// Parses the arguments after the program name. Flags that change nothing here (`--nocapture`,
+    /// `--test-threads N`, `--ignored`, ...) are accepted, so commands that work with `cargo test` work.
+    fn parse(mut words: impl Iterator<Item = String>) -> Result<Args, String> {
+        let mut args = Args::default();
+        while let Some(word) = words.next() {
+            let (flag, inline) = match word.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+                _ => (word.clone(), None),
+            };
+            let mut value = |name: &str| {
+                inline
+                    .clone()
+                    .or_else(|| words.next())
+                    .ok_or_else(|| format!("{name} needs a value"))
+            };
+            match flag.as_str() {
+                "--exact" => args.exact = true,
+                "--list" => args.list = true,
+                "-q" | "--quiet" => args.quiet = true,
+                "--skip" => args.skip.push(value("--skip")?),
+                "--format" => args.terse = value("--format")? == "terse",
+                "--color" => {
+                    args.color = match value("--color")?.as_str() {
+                        "always" => Some(true),
+                        "never" => Some(false),
+                        _ => None,
+                    }
+                }
+                "--test-threads" | "--logfile" | "-Z" => {
+                    value(&flag)?;
+                }
+                "--nocapture" | "--no-capture" | "--show-output" | "--ignored"
+                | "--include-ignored" | "--test" | "--bench" | "--no-fail-fast" => {}
+                "-h" | "--help" => return Err(String::new()),
+                f if f.starts_with('-') => return Err(format!("unknown option {f}")),
+                _ => args.filters.push(word),
+            }
+        }
+        Ok(args)
+    }
+
+    fn chooses(&self, name: &str) -> bool {
+        let matches = |filter: &String| match self.exact {
+            true => name == filter,
+            false => name.contains(filter.as_str()),
+        };
+        (self.filters.is_empty() || self.filters.iter().any(matches))
+            && !self.skip.iter().any(matches)
+    }
+}
+
+const USAGE: &str =
+    "usage: cargo test --test <target> [FILTER...] [--exact] [--skip FILTER] [--list] [-q]";
+
+/// Like Rust's own test runner, with the same output, so the commands of the guide and of `cargo test`
+/// work as a learner expects. Written here rather than taken from a crate: the argument parser such a
+/// crate brings costs a tenth of every edit-to-verdict in link time (docs/ARCHITECTURE.md).
 fn by_hand(tests: Vec<Test>) -> ExitCode {
-    let args = libtest_mimic::Arguments::from_args();
-    let trials = tests
-        .into_iter()
-        .map(|test| {
-            let name = test.name.clone();
-            libtest_mimic::Trial::test(name, move || run_one(&test).map_err(Into::into))
-        })
-        .collect();
-    libtest_mimic::run(&args, trials).exit_code()
+    use std::io::IsTerminal;
+    let args = match Args::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("error: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(if e.is_empty() { 0 } else { 101 });
+        }
+    };
+    let chosen: Vec<&Test> = tests.iter().filter(|t| args.chooses(&t.name)).collect();
+    if args.list {
+        for test in &chosen {
+            println!("{}: test", test.name);
+        }
+        if !args.terse {
+            println!("\n{} tests, 0 benchmarks", chosen.len());
+        }
+        return ExitCode::SUCCESS;
+    }
+    let color = args
+        .color
+        .unwrap_or_else(|| std::io::stdout().is_terminal());
+    let paint = |text: &str, code: &str| match color {
+        true => format!("\x1b[{code}m{text}\x1b[0m"),
+        false => text.to_string(),
+    };
+    let started = std::time::Instant::now();
+    let width = chosen.iter().map(|t| t.name.len()).max().unwrap_or(0);
+    println!("\nrunning {} tests", chosen.len());
+    let mut failures = Vec::new();
+    for test in &chosen {
+        let outcome = run_one(test);
+        if args.quiet {
+            print!("{}", if outcome.is_ok() { "." } else { "F" });
+        } else {
+            let verdict = match &outcome {
+                Ok(()) => paint("ok", "32"),
+                Err(_) => paint("FAILED", "31"),
+            };
+            println!("test {:<width$} ... {verdict}", test.name);
+        }
+        if let Err(message) = outcome {
+            failures.push((test.name.as_str(), message));
+        }
+    }
+    if args.quiet {
+        println!();
+    }
+    if !failures.is_empty() {
+        println!("\nfailures:\n");
+        for (name, message) in &failures {
+            println!("---- {name} ----\n{message}\n");
+        }
+        println!("\nfailures:");
+        for (name, _) in &failures {
+            println!("    {name}");
+        }
+    }
+    let passed = chosen.len() - failures.len();
+    println!(
+        "\ntest result: {}. {passed} passed; {} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
+        if failures.is_empty() { paint("ok", "32") } else { paint("FAILED", "31") },
+        failures.len(),
+        tests.len() - chosen.len(),
+        started.elapsed().as_secs_f64()
+    );
+    match failures.is_empty() {
+        true => ExitCode::SUCCESS,
+        // What Rust's own test runner exits with when a test failed.
+        false => ExitCode::from(101),
+    }
 }
 
 fn graded(tests: Vec<Test>) -> ExitCode {
@@ -183,5 +317,45 @@ pub fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "(a panic without a text message)".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Args;
+
+    fn parse(words: &[&str]) -> Result<Args, String> {
+        Args::parse(words.iter().map(|w| w.to_string()))
+    }
+
+    #[test]
+    fn the_flags_of_cargo_test_are_understood() {
+        let args = parse(&[
+            "plain_stop",
+            "--exact",
+            "--skip",
+            "x",
+            "--test-threads=1",
+            "--nocapture",
+        ]);
+        let args = args.unwrap();
+        assert_eq!(args.filters, ["plain_stop"]);
+        assert_eq!(args.skip, ["x"]);
+        assert!(args.exact);
+        assert!(parse(&["--list", "--format", "terse"]).unwrap().terse);
+        assert!(parse(&["--test-threads"]).is_err());
+        assert!(parse(&["--frobnicate"]).is_err());
+    }
+
+    #[test]
+    fn filters_match_parts_of_names_unless_exact() {
+        let args = parse(&["plain_stop", "--skip", "slow"]).unwrap();
+        assert!(args.chooses("plain_stop::a"));
+        assert!(!args.chooses("plain_stop::slow_one"));
+        assert!(!args.chooses("single_tool::a"));
+        let exact = parse(&["plain_stop::a", "--exact"]).unwrap();
+        assert!(exact.chooses("plain_stop::a"));
+        assert!(!exact.chooses("plain_stop::ab"));
+        assert!(parse(&[]).unwrap().chooses("anything"));
     }
 }

@@ -262,35 +262,44 @@ async fn compile(
     }
 }
 
-/// The file beside the target directory's executables that records the digest of the last one built.
-fn digest_record(target_dir: &Path) -> PathBuf {
-    target_dir.join(".pi-course-test-exe.sha256")
+/// The file beside the target directory's executables that records the identity of the last one built.
+fn identity_record(target_dir: &Path) -> PathBuf {
+    target_dir.join(".pi-course-test-exe")
 }
 
-/// Records the digest of a freshly built executable, or checks a reused one against the record: an
+/// Records the identity of a freshly built executable, or checks a reused one against the record: an
 /// executable changed since its build (by anything but cargo) is never run.
 fn verify(built: &Compiled, target_dir: &Path) -> std::io::Result<()> {
-    let digest = file_digest(&built.exe)?;
-    let record = digest_record(target_dir);
+    let identity = file_identity(&built.exe)?;
+    let record = identity_record(target_dir);
     if built.fresh {
         match std::fs::read_to_string(&record) {
-            Ok(recorded) if recorded.trim() == digest => Ok(()),
+            Ok(recorded) if recorded.trim() == identity => Ok(()),
             _ => Err(std::io::Error::other(
                 "the executable changed since its build",
             )),
         }
     } else {
-        std::fs::write(&record, &digest)
+        std::fs::write(&record, &identity)
     }
 }
 
-fn file_digest(path: &Path) -> std::io::Result<String> {
-    use sha2::{Digest, Sha256};
-    let bytes = std::fs::read(path)?;
-    Ok(Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+/// Which file `path` is, and whether it changed: its inode, size, and modification and status-change
+/// times. Any write to the file, or a file put in its place, moves the status-change time to the present,
+/// and no call lets a program set it back; so this tells a changed executable as surely as hashing its
+/// megabytes would, in microseconds.
+fn file_identity(path: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok(format!(
+        "{} {} {}.{} {}.{}",
+        m.ino(),
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec()
+    ))
 }
 
 /// cargo's stderr without its progress lines.

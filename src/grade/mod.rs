@@ -269,10 +269,17 @@ async fn build_and_run(
         key,
         envs: vec![("PI_COURSE_LANG".into(), opts.lang.code().into())],
     };
-    let names = runner
-        .list()
-        .await
-        .map_err(|output| Problem::List { output })?;
+    let names = match listed(&build_dir.target) {
+        Some(names) => names,
+        None => {
+            let names = runner
+                .list()
+                .await
+                .map_err(|output| Problem::List { output })?;
+            remember_list(&build_dir.target, &names);
+            names
+        }
+    };
     let chosen: Vec<String> = result
         .groups
         .iter()
@@ -304,6 +311,25 @@ async fn build_and_run(
         }
     }
     Ok(())
+}
+
+/// Where a build slot keeps the names of its tests. They are a property of the given files alone (the
+/// tests register themselves in the given test crate, before any learner code runs), so every build of
+/// a slot lists the same tests, and a re-grade need not start a process to ask again.
+fn list_record(target: &std::path::Path) -> PathBuf {
+    target.join(".pi-course-tests")
+}
+
+fn listed(target: &std::path::Path) -> Option<Vec<String>> {
+    let text = std::fs::read_to_string(list_record(target)).ok()?;
+    let names: Vec<String> = serde_json::from_str(&text).ok()?;
+    (!names.is_empty()).then_some(names)
+}
+
+fn remember_list(target: &std::path::Path, names: &[String]) {
+    let json = serde_json::to_string(names).expect("names serialize");
+    // A list that cannot be kept is asked for again next time; nothing else depends on it.
+    let _ = last::write_atomically(&list_record(target), json.as_bytes());
 }
 
 /// The `grade` command: open, select, grade, report. Exit 0 pass, 1 fail or error, 2 bad input.

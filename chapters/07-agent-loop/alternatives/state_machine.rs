@@ -6,115 +6,27 @@
 //! 2. 下一次模型请求前，每个 tool call 都恰好有一条同 id 的结果 / before the next request, every call
 //!    has exactly one result with its id;
 //! 3. 一次运行只发出一个 `TurnEnd` / exactly one `TurnEnd` per run.
+//!
+//! 公共类型（`LoopEvent`、`AgentRunResult`、`AgentLoopOptions` 等）声明在给定的 crate `api/` 里
+//! （`api/src/lib.rs`），这里原样重新导出：测试用的就是这些类型。
+//! The public types (`LoopEvent`, `AgentRunResult`, `AgentLoopOptions`, ...) are declared in the given
+//! crate `api/` (`api/src/lib.rs`) and re-exported here as they are: they are the types the tests use.
 
-use std::sync::{Arc, Mutex};
-
-use tokio_util::sync::CancellationToken;
-
-use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage};
-use crate::model::{Model, ModelEvent};
-use crate::tool::{BoxFuture, ToolContext, ToolError, ToolRegistry};
-
-pub const DEFAULT_MAX_STEPS: usize = 32;
-
-/// What the loop reports while it runs, in the order it happens.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LoopEvent {
-    /// A streaming event from the model, forwarded as is.
-    ModelEvent(ModelEvent),
-    /// The final message of one model turn, as appended to the transcript.
-    AssistantMessage(AssistantMessage),
-    ToolStart {
-        call: ToolCall,
-    },
-    ToolProgress {
-        call_id: String,
-        content: Vec<ContentBlock>,
-    },
-    /// Emitted the moment a call finishes, so it may come out of call order.
-    ToolEnd {
-        result: ToolResultMessage,
-    },
-    /// A call that was answered without being run.
-    ToolSkipped {
-        result: ToolResultMessage,
-    },
-    /// The last event of every run.
-    TurnEnd {
-        reason: RunReason,
-    },
-}
-
-/// Why a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunReason {
-    Stop,
-    Length,
-    Error,
-    Aborted,
-    MaxSteps,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentRunResult {
-    pub reason: RunReason,
-    /// The run's transcript: the caller's messages followed by everything this run added.
-    pub messages: Vec<Message>,
-    /// How many model requests were made.
-    pub steps: usize,
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct AgentContext {
-    pub system_prompt: String,
-    pub messages: Vec<Message>,
-}
-
-/// The caller's conversation, shared with whoever else reads it (a UI, a session store): the loop
-/// snapshots it once and never writes to it.
-pub type SharedContext = Arc<Mutex<AgentContext>>;
-
-pub type EventSink = Arc<dyn Fn(LoopEvent) + Send + Sync>;
-
-/// Runs one call. Replaces the built-in `execute_tool_call`, e.g. to ask the user first.
-pub type ToolExecutor = Arc<
-    dyn Fn(ToolCall, ToolContext) -> BoxFuture<Result<ToolResultMessage, ToolError>> + Send + Sync,
->;
-
-#[derive(Clone)]
-pub struct AgentLoopOptions {
-    pub model: Arc<dyn Model>,
-    pub tools: ToolRegistry,
-    pub context: SharedContext,
-    /// Cancelling it ends the run at the next boundary; tools receive it too.
-    pub signal: CancellationToken,
-    pub on_event: EventSink,
-    /// `None` runs calls with `execute_tool_call` against `tools`.
-    pub executor: Option<ToolExecutor>,
-    /// The most model requests one run may make.
-    pub max_steps: usize,
-}
-
-impl AgentLoopOptions {
-    /// No tools, a fresh signal, no event sink, the built-in executor and `DEFAULT_MAX_STEPS`.
-    pub fn new(model: Arc<dyn Model>, context: SharedContext) -> Self {
-        AgentLoopOptions {
-            model,
-            tools: ToolRegistry::new(),
-            context,
-            signal: CancellationToken::new(),
-            on_event: Arc::new(|_| {}),
-            executor: None,
-            max_steps: DEFAULT_MAX_STEPS,
-        }
-    }
-}
+pub use pi_course_api::agent_loop::{
+    AgentContext, AgentLoopOptions, AgentRunResult, EventSink, LoopEvent, RunReason, SharedContext,
+    ToolExecutor, DEFAULT_MAX_STEPS,
+};
 
 // ---------------------------------------------------------------------------------------------------
-// 以上是公共表面，测试按它编译：保持不变，新的 `use` 写在下面，重新评分就只需重新编译你的循环。
-// Above is the public surface the tests compile against. Keep it as it is and add new `use` lines
-// below: a re-grade then recompiles only your loop.
+// 以上是公共表面：保持不变。你的代码写在下面；重新评分时只重新编译这个文件所在的 crate，测试不必重编。
+// Above is the public surface: keep it as it is. Write your code below; a re-grade recompiles only the
+// crate this file is in, never the tests.
 // ---------------------------------------------------------------------------------------------------
+
+use std::sync::Arc;
+
+use crate::message::{AssistantMessage, Message, ToolCall, ToolResultMessage};
+use crate::tool::{BoxFuture, ToolContext, ToolError};
 
 // A correct loop of another shape: an explicit state machine. Each state does one thing and names the
 // next; `Finish` is the only state that emits `TurnEnd` and returns.

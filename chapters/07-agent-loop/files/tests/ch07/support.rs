@@ -828,7 +828,7 @@ impl Setup {
         } = self;
         let progress = Progress::current();
         progress.tick();
-        let both = drive(pi_course::boxed_agent_loop(options), driver);
+        let both = drive(crate::boxed_agent_loop(options), driver);
         let outcome = tokio::select! {
             biased;
             outcome = both => Some(outcome),
@@ -1111,4 +1111,21 @@ impl Outcome {
             ),
         );
     }
+}
+
+/// Registers a module's tests with the harness: `tests![a, b]` defines `tests()`, naming each test
+/// `<module>::<function>`.
+#[macro_export]
+macro_rules! tests {
+    ($($name:ident),* $(,)?) => {
+        pub fn tests() -> Vec<pi_course_harness::Test> {
+            let module = module_path!().rsplit("::").next().unwrap_or_default();
+            vec![$(
+                pi_course_harness::Test::new(
+                    format!("{module}::{}", stringify!($name)),
+                    || $crate::support::block_on($name()),
+                )
+            ),*]
+        }
+    };
 }
