@@ -15,7 +15,9 @@ pub mod agent_loop {
 
     use tokio_util::sync::CancellationToken;
 
-    use pi_course_base::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage};
+    use pi_course_base::message::{
+        AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage,
+    };
     use pi_course_base::model::{Model, ModelEvent};
     use pi_course_base::tool::{BoxFuture, ToolContext, ToolError, ToolRegistry};
 
@@ -82,7 +84,9 @@ pub mod agent_loop {
 
     /// Runs one call. Replaces the built-in `execute_tool_call`, e.g. to ask the user first.
     pub type ToolExecutor = Arc<
-        dyn Fn(ToolCall, ToolContext) -> BoxFuture<Result<ToolResultMessage, ToolError>> + Send + Sync,
+        dyn Fn(ToolCall, ToolContext) -> BoxFuture<Result<ToolResultMessage, ToolError>>
+            + Send
+            + Sync,
     >;
 
     #[derive(Clone)]

@@ -32,7 +32,9 @@ static RUN: std::sync::OnceLock<pi_course::RunLoop> = std::sync::OnceLock::new()
 
 /// Starts the loop under test.
 fn boxed_agent_loop(options: pi_course::agent_loop::AgentLoopOptions) -> pi_course::LoopFuture {
-    let run = RUN.get().expect("main() hands over the loop before any test runs");
+    let run = RUN
+        .get()
+        .expect("main() hands over the loop before any test runs");
     run(options)
 }
 
