@@ -36,6 +36,9 @@ pub struct Group {
     /// Optional groups are graded and shown, but never decide the verdict.
     #[serde(default)]
     pub optional: bool,
+    /// What the group is worth. An optional group's points are a bonus: a grade's total never goes past
+    /// the points of the groups that decide it (see `GradeResult::score`).
+    pub points: u32,
 }
 
 impl Group {
@@ -74,6 +77,10 @@ struct Manifest {
     editable: Vec<String>,
     test_target: String,
     guide: Text,
+    /// Whether a group that does not pass earns part of its points, by the share of its tests that
+    /// passed. Off by default: a group is all or nothing, as the guide teaches it.
+    #[serde(default)]
+    partial_credit: bool,
     #[serde(rename = "group")]
     groups: Vec<Group>,
 }
@@ -90,6 +97,8 @@ pub struct Chapter {
     pub editable: Vec<String>,
     pub test_target: String,
     pub guide: Text,
+    /// See `Manifest::partial_credit`.
+    pub partial_credit: bool,
     pub groups: Vec<Group>,
 }
 
@@ -214,6 +223,7 @@ impl Catalog {
                 editable: m.editable,
                 test_target: m.test_target,
                 guide: m.guide,
+                partial_credit: m.partial_credit,
                 groups: m.groups,
             });
         }
@@ -243,6 +253,15 @@ mod tests {
         let catalog = Catalog::embedded();
         let ch = catalog.chapter("07").expect("chapter 07");
         assert_eq!(ch.groups.len(), 6);
+        let required: u32 = ch
+            .groups
+            .iter()
+            .filter(|g| !g.optional)
+            .map(|g| g.points)
+            .sum();
+        assert_eq!(required, 100, "the required groups are worth 100 points");
+        assert!(ch.groups.iter().all(|g| g.points > 0));
+        assert!(!ch.partial_credit, "all or nothing per group, as the guide teaches it");
         assert!(embedded::FILES
             .iter()
             .all(|(p, _)| !p.contains("/solution/")

@@ -178,6 +178,7 @@ pub async fn grade(
             })
             .collect(),
         elapsed: Duration::ZERO,
+        partial_credit: chapter.partial_credit,
     };
     let changed = practice.changed_given_files();
     if !changed.is_empty() {

@@ -180,7 +180,10 @@ pub fn assert_schema(v: &Value) {
     };
     assert_eq!(
         keys(v),
-        ["version", "chapter", "status", "message", "warnings", "sandbox", "groups"]
+        [
+            "version", "chapter", "status", "message", "warnings", "score", "max", "sandbox",
+            "groups",
+        ]
             .map(String::from)
             .into(),
         "{}",
@@ -230,13 +233,54 @@ pub fn assert_schema(v: &Value) {
         if let Some(optional) = g.get("optional") {
             assert_eq!(optional, true, "optional appears only as true: {g:#}");
         }
+        let (score, max) = (g["score"].as_f64().unwrap(), g["max"].as_f64().unwrap());
+        assert_eq!(max, group_points(g["slug"].as_str().unwrap()), "{g:#}");
+        assert!((0.0..=max).contains(&score), "{g:#}");
+        if status == "pass" {
+            assert_eq!(score, max, "a passing group earns its points: {g:#}");
+        }
         let allowed: BTreeSet<String> = [
-            "slug", "name", "lab", "optional", "status", "passed", "total", "message", "tests",
+            "slug", "name", "lab", "optional", "status", "passed", "total", "score", "max",
+            "message", "tests",
         ]
         .map(String::from)
         .into();
         assert!(keys(g).is_subset(&allowed), "{g:#}");
     }
+    assert_points(v);
+}
+
+/// Checks a report's points: the maximum is the points of the groups that decide it, and the score is
+/// what the groups earned (an optional group's as a bonus), never past the maximum; nothing when the
+/// code did not build.
+fn assert_points(v: &Value) {
+    let groups = v["groups"].as_array().unwrap();
+    let all_optional = groups.iter().all(|g| g["optional"] == true);
+    let deciding = |g: &&Value| all_optional || g["optional"] != true;
+    let max: f64 = groups
+        .iter()
+        .filter(deciding)
+        .map(|g| g["max"].as_f64().unwrap())
+        .sum();
+    assert_eq!(v["max"].as_f64().unwrap(), max, "{v:#}");
+    let earned: f64 = groups.iter().map(|g| g["score"].as_f64().unwrap()).sum();
+    let score = v["score"].as_f64().unwrap();
+    assert!(
+        (score - earned.min(max)).abs() < 0.011,
+        "score {score} is not the groups' {earned} capped at {max}: {v:#}"
+    );
+}
+
+/// What group `slug` is worth, from the chapter's manifest.
+pub fn group_points(slug: &str) -> f64 {
+    chapter_manifest()["group"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["slug"].as_str() == Some(slug))
+        .unwrap_or_else(|| panic!("no group {slug} in chapter.toml"))["points"]
+        .as_integer()
+        .unwrap() as f64
 }
 
 /// The five required groups of chapter 07.
