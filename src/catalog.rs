@@ -261,7 +261,10 @@ mod tests {
             .sum();
         assert_eq!(required, 100, "the required groups are worth 100 points");
         assert!(ch.groups.iter().all(|g| g.points > 0));
-        assert!(!ch.partial_credit, "all or nothing per group, as the guide teaches it");
+        assert!(
+            !ch.partial_credit,
+            "all or nothing per group, as the guide teaches it"
+        );
         assert!(embedded::FILES
             .iter()
             .all(|(p, _)| !p.contains("/solution/")

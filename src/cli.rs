@@ -71,6 +71,9 @@ pub struct GradeArgs {
     /// Also write a JUnit XML report to FILE
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// With --format gradescope: one entry per test instead of one per group
+    #[arg(long)]
+    pub per_test: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -156,4 +159,46 @@ mod tests {
 pub enum Format {
     Human,
     Json,
+    /// Gradescope's results.json
+    Gradescope,
+}
+
+impl Format {
+    /// A format for programs: stdout holds exactly one JSON document, also for bad input.
+    pub fn is_machine(self) -> bool {
+        matches!(self, Format::Json | Format::Gradescope)
+    }
+}
+
+impl Command {
+    /// The output format this command was asked for, when it has one.
+    pub fn format(&self) -> Option<Format> {
+        match self {
+            Command::Grade(args) => Some(args.format),
+            _ => None,
+        }
+    }
+}
+
+/// `--format` and `--lang` as written on a command line that did not parse, so that even a usage error
+/// can be reported as the document the caller asked for, in their language.
+pub fn scan_raw(args: &[std::ffi::OsString]) -> (Option<Format>, Option<Lang>) {
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let value_of = |flag: &str| -> Option<String> {
+        let mut found = None;
+        for (i, word) in words.iter().enumerate() {
+            if word == flag {
+                found = words.get(i + 1).cloned();
+            } else if let Some(value) = word.strip_prefix(&format!("{flag}=")) {
+                found = Some(value.to_string());
+            }
+        }
+        found
+    };
+    let format = value_of("--format").and_then(|v| Format::from_str(&v, true).ok());
+    let lang = value_of("--lang").and_then(|v| Lang::from_str(&v, true).ok());
+    (format, lang)
 }

@@ -365,6 +365,10 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeArgs) -> Result<ExitCode> {
             report::human::print(&result, lang, &style, detail)
         }
         Format::Json => report::emit(&format!("{}\n", report::json::render(&result, lang))),
+        Format::Gradescope => report::emit(&format!(
+            "{}\n",
+            report::gradescope::render(&result, lang, args.per_test)
+        )),
     }
     Ok(ExitCode::from(result.exit_code()))
 }

@@ -338,7 +338,11 @@ impl GradeResult {
 
     /// The points at stake: those of the groups that decide the verdict (a bonus group adds none).
     pub fn max(&self) -> f64 {
-        self.groups.iter().filter(|g| g.decides).map(GroupResult::max).sum()
+        self.groups
+            .iter()
+            .filter(|g| g.decides)
+            .map(GroupResult::max)
+            .sum()
     }
 
     /// Error when the tests could not run or a deciding group could not be graded; else fail when a

@@ -82,7 +82,13 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
             out.push('\n');
         }
         let summary = paint.bold(&result.summary(lang));
-        writeln!(out, "{} {summary}{}", paint.red("✗"), score_text(result, lang)).unwrap();
+        writeln!(
+            out,
+            "{} {summary}{}",
+            paint.red("✗"),
+            score_text(result, lang)
+        )
+        .unwrap();
         return out;
     }
 

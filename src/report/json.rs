@@ -106,3 +106,28 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
     };
     serde_json::to_string_pretty(&report).expect("the report serializes")
 }
+
+/// Bad input as one JSON document: `{"version": 1, "status": "error", "message": "…", "fix": "…"}`
+/// (`fix` is `null` when there is nothing to suggest). Exit status 2 goes with it.
+#[derive(Serialize)]
+pub struct ErrorDocument<'a> {
+    version: u32,
+    status: &'static str,
+    message: &'a str,
+    fix: Option<&'a str>,
+}
+
+impl<'a> ErrorDocument<'a> {
+    pub fn new(error: &'a crate::error::UserError) -> ErrorDocument<'a> {
+        ErrorDocument {
+            version: 1,
+            status: "error",
+            message: &error.problem,
+            fix: error.fix.as_deref(),
+        }
+    }
+
+    pub fn render(&self) -> String {
+        serde_json::to_string_pretty(self).expect("the error serializes")
+    }
+}

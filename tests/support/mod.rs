@@ -184,8 +184,8 @@ pub fn assert_schema(v: &Value) {
             "version", "chapter", "status", "message", "warnings", "score", "max", "sandbox",
             "groups",
         ]
-            .map(String::from)
-            .into(),
+        .map(String::from)
+        .into(),
         "{}",
         ctx()
     );
