@@ -235,6 +235,13 @@ impl Catalog {
         self.chapters.iter().find(|c| c.is_named(query))
     }
 
+    /// Every embedded file under `prefix` (e.g. `templates/`): (path after the prefix, bytes).
+    pub fn files_under(prefix: &str) -> impl Iterator<Item = (&'static str, &'static [u8])> + '_ {
+        embedded::FILES
+            .iter()
+            .filter_map(move |(path, bytes)| Some((path.strip_prefix(prefix)?, *bytes)))
+    }
+
     /// A chapter's file from `templates/` or elsewhere in the embedded tree, by repository path.
     pub fn file(path: &str) -> Option<&'static [u8]> {
         embedded::FILES

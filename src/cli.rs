@@ -25,9 +25,16 @@ pub enum Command {
         chapter: String,
         /// Where to create it (must not exist, or be empty); default pi-practice-<chapter>
         dir: Option<PathBuf>,
+        /// Also write .github/workflows/classroom.yml: GitHub Classroom grades every push, one step per
+        /// group with its points
+        #[arg(long)]
+        classroom: bool,
     },
     /// Build the learner's code and run the chapter's test groups against the pristine tests
     Grade(GradeArgs),
+    /// Grade a whole class: each entry of SUBMISSIONS is one learner; reports, summaries and a class page
+    /// go to --out
+    GradeClass(ClassArgs),
     /// Grade now, then again each time an editable file is saved (keys: h hint, r grade again, q quit)
     Watch {
         /// The practice directory
@@ -74,6 +81,31 @@ pub struct GradeArgs {
     /// With --format gradescope: one entry per test instead of one per group
     #[arg(long)]
     pub per_test: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ClassArgs {
+    /// The folder of submissions, one entry per learner, named after it: a practice directory, a folder
+    /// holding agent_loop.rs or src/agent_loop.rs, or a file NAME.rs
+    pub submissions: PathBuf,
+    /// Where the results go: a new or empty directory, or the results of an earlier run (which this run
+    /// resumes)
+    #[arg(long, value_name = "RESULTS")]
+    pub out: PathBuf,
+    /// Learners graded at once (default: the number of cores)
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Grade every learner again, also those whose file is unchanged since the last run
+    #[arg(long)]
+    pub force: bool,
+    /// The chapter the submissions are for
+    #[arg(long, default_value = "07")]
+    pub chapter: String,
+    /// Output format on stdout: a summary for a person, or summary.json
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -175,6 +207,7 @@ impl Command {
     pub fn format(&self) -> Option<Format> {
         match self {
             Command::Grade(args) => Some(args.format),
+            Command::GradeClass(args) => Some(args.format),
             _ => None,
         }
     }

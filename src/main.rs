@@ -2,6 +2,8 @@
 
 mod cache;
 mod catalog;
+mod class;
+mod classroom;
 mod cli;
 mod error;
 mod grade;
@@ -15,6 +17,7 @@ mod regular_file;
 mod report;
 mod sandbox;
 mod status;
+mod templates;
 mod watch;
 
 use std::process::ExitCode;
@@ -35,8 +38,13 @@ fn main() -> ExitCode {
     let format = cli.command.format();
     let catalog = Catalog::embedded();
     let outcome = match cli.command {
-        Command::Practice { chapter, dir } => practice::run(&catalog, lang, &chapter, dir),
+        Command::Practice {
+            chapter,
+            dir,
+            classroom,
+        } => practice::run(&catalog, lang, &chapter, dir, classroom),
         Command::Grade(args) => grade::run(&catalog, lang, args),
+        Command::GradeClass(args) => class::run(&catalog, lang, args),
         Command::List => list::run(&catalog, lang),
         Command::Watch { dir, poll, limits } => watch::run(&catalog, lang, dir, poll, limits),
         Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),

@@ -275,6 +275,8 @@ pub enum Problem {
     BuildTimeout { secs: u64 },
     /// The test executable is not the one this grade's build produced.
     TamperedExecutable { path: String },
+    /// A class's entry is not something that can be graded (`grade-class`): why, in the chosen language.
+    NotASubmission { reason: String },
 }
 
 /// Something the learner should know that does not change the verdict.
@@ -358,6 +360,16 @@ impl GradeResult {
         }
     }
 
+    /// Did the learner get a verdict on their code? Yes when the tests ran, and when their code did not
+    /// build or ran past the build's time limit; no when there was nothing to grade or the grader itself
+    /// failed (the cache, cargo without a compiler error, the test listing).
+    pub fn has_verdict(&self) -> bool {
+        matches!(
+            self.problem,
+            None | Some(Problem::Compile { .. }) | Some(Problem::BuildTimeout { .. })
+        )
+    }
+
     /// 0 when every deciding group passed, 1 otherwise. (2, bad input, never gets this far.)
     pub fn exit_code(&self) -> u8 {
         match self.status() {
@@ -429,6 +441,7 @@ impl Problem {
             Problem::TamperedExecutable { path } => {
                 lang.t("grade-tampered-executable", &[("path", path)])
             }
+            Problem::NotASubmission { reason } => reason.clone(),
         }
     }
 }
