@@ -148,6 +148,10 @@ pub fn run(catalog: &Catalog, lang: Lang, args: ClassArgs) -> Result<ExitCode> {
         .map_err(|e| {
             UserError::new(lang.t("grade-io-failed", &[("what", &"TMPDIR"), ("error", &e)]))
         })?;
+    // Everything temporary of this run goes in one place, which an interrupt removes whole: the practice
+    // directories made for submitted files and each test process's scratch directory. Set while this
+    // process has one thread, before the runtime starts.
+    std::env::set_var("TMPDIR", scratch.path());
 
     let mut kept = BTreeMap::new();
     let mut to_grade = Vec::new();

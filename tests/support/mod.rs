@@ -445,3 +445,55 @@ pub fn is_root() -> bool {
         false
     }
 }
+
+/// The reference with mutant `name` of `mutants.toml` applied (each `find` replaced once, in order).
+pub fn mutant(name: &str) -> String {
+    let text = fs::read_to_string(chapter_dir().join("mutants.toml")).expect("mutants.toml");
+    let table: toml::Table = toml::from_str(&text).expect("mutants.toml parses");
+    let m = table["mutant"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no mutant {name}"));
+    let mut code = solution();
+    for edit in m["edit"].as_array().unwrap() {
+        let find = edit["find"].as_str().unwrap();
+        assert_eq!(code.matches(find).count(), 1, "mutant {name}");
+        code = code.replacen(find, edit["replace"].as_str().unwrap(), 1);
+    }
+    code
+}
+
+/// The skeleton as handed out (Chinese comments).
+pub fn skeleton() -> String {
+    fs::read_to_string(chapter_dir().join("skeleton/src/agent_loop.rs")).expect("the skeleton")
+}
+
+/// `pi-course grade-class SUBMISSIONS --out RESULTS ARGS`, run in `cwd`.
+pub fn grade_class(cwd: &Path, submissions: &Path, results: &Path, args: &[&str]) -> Output {
+    pi_course(cwd)
+        .arg("grade-class")
+        .arg(submissions)
+        .arg("--out")
+        .arg(results)
+        .args(args)
+        .output()
+        .expect("run pi-course grade-class")
+}
+
+/// A class's `summary.json`.
+pub fn class_summary(results: &Path) -> Value {
+    let text = fs::read_to_string(results.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary.json parses")
+}
+
+/// The summary's row for learner `name`.
+pub fn learner_row<'a>(summary: &'a Value, name: &str) -> &'a Value {
+    summary["learners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no learner {name} in {summary:#}"))
+}
