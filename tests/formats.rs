@@ -247,3 +247,225 @@ fn gradescope_results_carry_the_points_per_group_or_per_test() {
     assert!(doc["output"].as_str().unwrap().contains("no-such-dir"));
     assert_eq!(doc["extra_data"]["status"], "error");
 }
+
+/// A YAML document as JSON, to walk it.
+fn yaml_to_json(yaml: &yaml_rust2::Yaml) -> Value {
+    use yaml_rust2::Yaml;
+    match yaml {
+        Yaml::String(s) => Value::String(s.clone()),
+        Yaml::Integer(i) => Value::from(*i),
+        Yaml::Real(r) => Value::from(r.parse::<f64>().unwrap()),
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Array(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Yaml::String(s) => s.clone(),
+                        other => format!("{other:?}"),
+                    };
+                    (key, yaml_to_json(v))
+                })
+                .collect(),
+        ),
+        Yaml::Null => Value::Null,
+        other => panic!("unexpected YAML: {other:?}"),
+    }
+}
+
+/// Runs one of the workflow's shell commands in `dir`, with this build's pi-course first on the PATH.
+fn run_step(dir: &std::path::Path, command: &str) -> std::process::Output {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_pi-course"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    std::process::Command::new("sh")
+        .args(["-c", command])
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("PI_COURSE_CACHE", cache())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_classroom_workflow_grades_one_step_per_group_with_its_points() {
+    let parent = tempfile::Builder::new()
+        .prefix("classroom-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let plain = practice_at(parent.path(), "plain");
+    assert!(!plain.join(".github").exists(), "only with --classroom");
+    let out = run(
+        parent.path(),
+        &["practice", "07", "repo", "--classroom", "--lang", "en"],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let dir = parent.path().join("repo");
+    let text = std::fs::read_to_string(dir.join(".github/workflows/classroom.yml")).unwrap();
+    let docs = yaml_rust2::YamlLoader::load_from_str(&text)
+        .unwrap_or_else(|e| panic!("the workflow is not YAML: {e}\n{text}"));
+    assert_eq!(docs.len(), 1);
+    let workflow = yaml_to_json(&docs[0]);
+    let on: Vec<&str> = workflow["on"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(on.contains(&"push"), "{workflow:#}");
+    assert_eq!(workflow["permissions"]["checks"], "write");
+    let jobs = workflow["jobs"].as_object().unwrap();
+    assert_eq!(jobs.len(), 1);
+    let job = jobs.values().next().unwrap();
+    let steps = job["steps"].as_array().unwrap();
+
+    // One graded step per group, with the group's points; the reporter names every one of them.
+    let manifest = chapter_manifest();
+    let groups = manifest["group"].as_array().unwrap();
+    let graders: Vec<&Value> = steps
+        .iter()
+        .filter(|s| s["uses"] == "classroom-resources/autograding-command-grader@v1")
+        .collect();
+    assert_eq!(graders.len(), groups.len(), "{workflow:#}");
+    for (step, group) in graders.iter().zip(groups) {
+        let slug = group["slug"].as_str().unwrap();
+        assert_eq!(step["id"], slug);
+        assert_eq!(
+            step["with"]["max-score"].as_i64(),
+            group["points"].as_integer()
+        );
+        assert!(step["with"]["test-name"]
+            .as_str()
+            .unwrap()
+            .contains(group["lab"].as_str().unwrap()));
+        assert!(step["with"]["timeout"].as_i64().unwrap() > 0);
+    }
+    let reporter = steps
+        .iter()
+        .find(|s| s["uses"] == "classroom-resources/autograding-grading-reporter@v1")
+        .expect("the reporter step");
+    let ids: Vec<String> = graders
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(reporter["with"]["runners"], ids.join(","));
+    for id in &ids {
+        let env = &reporter["env"][format!("{}_RESULTS", id.to_uppercase())];
+        assert_eq!(
+            env.as_str(),
+            Some(format!("${{{{ steps.{id}.outputs.result }}}}").as_str()),
+            "{reporter:#}"
+        );
+    }
+    // pi-course is installed at this version.
+    let install = steps
+        .iter()
+        .find(|s| s["name"] == "Install pi-course")
+        .expect("the install step");
+    assert!(
+        install["run"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("--version {}", env!("CARGO_PKG_VERSION"))),
+        "{install:#}"
+    );
+
+    // The grading commands, run here: the skeleton fails every step, the reference passes every one.
+    let warm = steps
+        .iter()
+        .find(|s| s["name"] == "Build the loop once (not graded)")
+        .expect("the build step");
+    let out = run_step(&dir, warm["run"].as_str().unwrap());
+    assert!(out.status.success(), "{}", describe(&out));
+    for step in &graders {
+        let out = run_step(&dir, step["with"]["command"].as_str().unwrap());
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}: {}",
+            step["id"],
+            describe(&out)
+        );
+    }
+    write_loop(&dir, &solution());
+    for step in &graders {
+        let out = run_step(&dir, step["with"]["command"].as_str().unwrap());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            step["id"],
+            describe(&out)
+        );
+        // The workflow is not a given file: no warning about a changed one.
+        assert!(!stdout(&out).contains("⚠"), "{}", describe(&out));
+    }
+}
+
+#[test]
+fn the_gradescope_autograder_in_the_instructors_guide_grades_offline() {
+    let docs = repo().join("docs");
+    let guide = std::fs::read_to_string(docs.join("INSTRUCTORS.md")).unwrap();
+    for script in ["setup.sh", "run_autograder"] {
+        let text = std::fs::read_to_string(docs.join("gradescope").join(script)).unwrap();
+        assert!(
+            guide.contains(text.trim_end()),
+            "docs/INSTRUCTORS.md shows docs/gradescope/{script} as it is"
+        );
+    }
+    let setup = std::fs::read_to_string(docs.join("gradescope/setup.sh")).unwrap();
+    assert!(setup.contains(&format!("--version {}", env!("CARGO_PKG_VERSION"))));
+
+    let root = tempfile::Builder::new()
+        .prefix("gradescope-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let submission = root.path().join("submission");
+    let grade_submission = |files: &[(&str, String)]| -> Value {
+        let _ = std::fs::remove_dir_all(&submission);
+        std::fs::create_dir_all(&submission).unwrap();
+        for (path, text) in files {
+            let path = submission.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let out = std::process::Command::new(docs.join("gradescope/run_autograder"))
+            .env("AUTOGRADER_ROOT", root.path())
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    std::path::Path::new(env!("CARGO_BIN_EXE_pi-course"))
+                        .parent()
+                        .unwrap()
+                        .display(),
+                    std::env::var("PATH").unwrap()
+                ),
+            )
+            .env("PI_COURSE_CACHE", cache())
+            .env("CARGO_NET_OFFLINE", "true")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", describe(&out));
+        let text = std::fs::read_to_string(root.path().join("results/results.json")).unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        assert_gradescope(&doc);
+        doc
+    };
+    let doc = grade_submission(&[("agent_loop.rs", solution())]);
+    assert_eq!(doc["score"].as_f64(), Some(100.0), "{doc:#}");
+    let doc = grade_submission(&[(
+        "src/agent_loop.rs",
+        std::fs::read_to_string(chapter_dir().join("skeleton/src/agent_loop.rs")).unwrap(),
+    )]);
+    assert_eq!(doc["score"].as_f64(), Some(0.0), "{doc:#}");
+    assert!(doc["tests"].as_array().unwrap().len() > 1);
+    let doc = grade_submission(&[("README.md", "nothing here".into())]);
+    assert_eq!(doc["score"].as_f64(), Some(0.0), "{doc:#}");
+    assert!(
+        doc["output"].as_str().unwrap().contains("agent_loop.rs"),
+        "{doc:#}"
+    );
+}
