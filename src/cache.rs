@@ -115,7 +115,7 @@ fn fit(slot: &Path, editable: &[(&str, &[u8])]) -> (u8, usize) {
 }
 
 /// How many lines `a` and `b` have in common, counted as multisets.
-fn shared_lines(a: &[u8], b: &[u8]) -> usize {
+pub fn shared_lines(a: &[u8], b: &[u8]) -> usize {
     let mut counts = std::collections::HashMap::new();
     for line in a.split(|&c| c == b'\n') {
         *counts.entry(line).or_insert(0usize) += 1;

@@ -463,6 +463,16 @@ fn a_second_run_skips_everyone_and_a_changed_file_is_graded_alone() {
         );
     }
     assert_eq!(class_summary(&results)["learners"], summary["learners"]);
+    // For a program: the summary itself on stdout.
+    let json = grade_class(
+        dir.path(),
+        &subs,
+        &results,
+        &["--format", "json", "--lang", "en"],
+    );
+    let printed: Value = serde_json::from_slice(&json.stdout).expect("one JSON document");
+    assert_eq!(printed["learners"], summary["learners"]);
+    assert_eq!(json.status.code(), Some(1), "notes.txt is still not graded");
 
     // One learner changed their file: they alone are graded again.
     write_loop(&cy, &solution());

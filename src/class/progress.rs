@@ -42,7 +42,7 @@ impl Bar {
             eprintln!("{line}");
             self.draw();
         } else {
-            eprintln!("[{}/{}] {line} · {}", self.done, self.total, self.status());
+            eprintln!("[{}/{}] {line} · {}", self.done, self.total, self.tail());
         }
     }
 
@@ -61,7 +61,13 @@ impl Bar {
         }
     }
 
+    /// `3/10 · 1 not passed · about 12 s left`.
     fn status(&self) -> String {
+        format!("{}/{} · {}", self.done, self.total, self.tail())
+    }
+
+    /// `1 not passed · about 12 s left`.
+    fn tail(&self) -> String {
         let left = match self.time_left() {
             Some(left) => self.lang.t(
                 "class-progress-left",
@@ -71,12 +77,7 @@ impl Bar {
         };
         self.lang.t(
             "class-progress",
-            &[
-                ("done", &self.done),
-                ("total", &self.total),
-                ("failed", &self.failed),
-                ("left", &left),
-            ],
+            &[("failed", &self.failed), ("left", &left)],
         )
     }
 
