@@ -218,11 +218,25 @@ fn main() {
         }
     }
     println!(
-        "cache on disk: {} ({} build slots for --jobs {})",
+        "cache on disk: {} in all; --jobs {cores} uses {} build slots, each:",
         mib(disk_usage(&cache())),
-        cores.max(2),
-        cores
+        cores.max(2)
     );
+    for key in fs::read_dir(cache().join("target")).unwrap().flatten() {
+        let mut slots: Vec<PathBuf> = fs::read_dir(key.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        slots.sort();
+        for slot in slots {
+            println!(
+                "  {}: {}",
+                slot.strip_prefix(cache()).unwrap().display(),
+                mib(disk_usage(&slot))
+            );
+        }
+    }
 
     // Where the time goes: a learner's seconds by kind (at --jobs 1, one grade at a time)...
     let summary = first_summary.unwrap();
@@ -238,7 +252,10 @@ fn main() {
     for (kind, secs) in &by_kind {
         let mean = secs.iter().sum::<f64>() / secs.len() as f64;
         let max = secs.iter().cloned().fold(0.0, f64::max);
-        println!("  {kind:?}: {mean:.2} s, {max:.2} s ({} learners)", secs.len());
+        println!(
+            "  {kind:?}: {mean:.2} s, {max:.2} s ({} learners)",
+            secs.len()
+        );
     }
     // ...and the stages of one grade of a fresh file (PI_COURSE_TRACE prints when each stage starts).
     let reference = read(&chapter("solution/src/agent_loop.rs"));

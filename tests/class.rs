@@ -659,3 +659,67 @@ fn bad_input_exits_2_says_what_to_do_and_writes_nothing() {
     assert!(!inside.exists());
     assert_eq!(names(&subs), [".DS_Store", "ann.rs"]);
 }
+
+#[test]
+fn on_a_terminal_the_progress_bar_redraws_in_place() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let dir = tmp();
+    let subs = dir.path().join("submissions");
+    fs::create_dir(&subs).unwrap();
+    put(&subs.join("ann.rs"), &solution());
+    put(&subs.join("ben.rs"), &skeleton());
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty fills the two descriptors; the null name and settings pointers are allowed.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (fs::File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut child = pi_course(dir.path())
+        .args([
+            "grade-class",
+            "submissions",
+            "--out",
+            "results",
+            "--lang",
+            "en",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut master = master;
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Ends with EIO once the child, the only holder of the terminal, has exited.
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let status = child.wait().unwrap();
+    let screen = reader.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{screen}");
+    assert!(screen.contains("\r\x1b[2K"), "redrawn in place: {screen:?}");
+    assert!(screen.contains('█'), "a bar: {screen:?}");
+    assert!(screen.contains("2/2 · 1 not passed"), "{screen:?}");
+    for line in ["ann: passed 100/100", "ben: failed 0/100"] {
+        assert!(screen.contains(line), "{line}: {screen:?}");
+    }
+    assert!(
+        !screen.contains("[1/2]"),
+        "no log lines on a terminal: {screen:?}"
+    );
+}
