@@ -75,8 +75,9 @@ pub fn build_key(chapter: &Chapter) -> String {
     format!("{}-{hex}", chapter.id)
 }
 
-/// Build slots per key: one for the practice directory a learner works in, one for the next (a fresh
-/// start, another learner). Each costs a target directory (about 100 MB for chapter 07).
+/// Build slots per key for `grade` and `watch`: one for the practice directory a learner works in, one
+/// for the next (a fresh start, another learner). Each costs a target directory (about 100 MB for
+/// chapter 07). `grade-class --jobs N` uses N slots (at least this many), one per grade running at once.
 pub const SLOTS: usize = 2;
 
 /// A build directory, locked for as long as this value lives.
@@ -114,7 +115,7 @@ fn fit(slot: &Path, editable: &[(&str, &[u8])]) -> (u8, usize) {
 }
 
 /// How many lines `a` and `b` have in common, counted as multisets.
-fn shared_lines(a: &[u8], b: &[u8]) -> usize {
+pub fn shared_lines(a: &[u8], b: &[u8]) -> usize {
     let mut counts = std::collections::HashMap::new();
     for line in a.split(|&c| c == b'\n') {
         *counts.entry(line).or_insert(0usize) += 1;
@@ -138,22 +139,24 @@ fn open_lock(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-/// Locks and returns the best-fitting free slot of build key `key` under `root` for the `editable` files
-/// (path, bytes) about to be graded. When every slot is busy, calls `on_wait` once and waits for the
-/// best-fitting one.
+/// Locks and returns the best-fitting free slot among the first `slots` of build key `key` under `root`
+/// for the `editable` files (path, bytes) about to be graded. When every slot is busy, calls `on_wait`
+/// once and waits for the best-fitting one.
 pub async fn acquire(
     root: &Path,
     key: &str,
     editable: &[(&str, &[u8])],
+    slots: usize,
     on_wait: impl FnOnce(),
 ) -> io::Result<BuildDir> {
+    let slots = slots.max(1);
     let work = root.join("work").join(key);
     let targets = root.join("target").join(key);
     fs::create_dir_all(&work)?;
     fs::create_dir_all(&targets)?;
     tag(root);
 
-    let mut order: Vec<usize> = (0..SLOTS).collect();
+    let mut order: Vec<usize> = (0..slots).collect();
     let fits: Vec<(u8, usize)> = order
         .iter()
         .map(|n| fit(&work.join(format!("slot-{n}")), editable))
@@ -188,7 +191,7 @@ pub async fn acquire(
     let path = work.join(format!("slot-{n}"));
     let target = targets.join(format!("slot-{n}"));
     fs::create_dir_all(&path)?;
-    if !target.join("debug").is_dir() {
+    if !is_built(&target) {
         seed(&work, &targets, n, &target);
     }
     fs::create_dir_all(&target)?;
@@ -200,13 +203,61 @@ pub async fn acquire(
     })
 }
 
+/// Has this slot's target been built into (dependencies compiled)?
+fn is_built(target: &Path) -> bool {
+    target.join("debug").is_dir()
+}
+
+/// The slot numbers of a key that exist on disk, by their lock files.
+fn existing_slots(work: &Path) -> Vec<usize> {
+    let mut found: Vec<usize> = fs::read_dir(work)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("slot-")?
+                .strip_suffix(".lock")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+/// Makes sure slots `0..slots` of `key` each have a built target, copying one that has: what a class
+/// grade does before it starts `slots` grades at once, so that none of them compiles the dependencies
+/// again. A slot in use is left as it is. Returns how many slots are built now.
+pub fn ensure_built(root: &Path, key: &str, slots: usize) -> io::Result<usize> {
+    let work = root.join("work").join(key);
+    let targets = root.join("target").join(key);
+    fs::create_dir_all(&work)?;
+    fs::create_dir_all(&targets)?;
+    for n in 0..slots {
+        let target = targets.join(format!("slot-{n}"));
+        if is_built(&target) {
+            continue;
+        }
+        let lock = open_lock(&work.join(format!("slot-{n}.lock")))?;
+        if lock.try_lock().is_err() {
+            continue;
+        }
+        fs::create_dir_all(work.join(format!("slot-{n}")))?;
+        seed(&work, &targets, n, &target);
+    }
+    Ok((0..slots)
+        .filter(|n| is_built(&targets.join(format!("slot-{n}"))))
+        .count())
+}
+
 /// Starts slot `n`'s empty target as a copy of another slot's built one (when that slot is free), so a
 /// new slot does not compile the dependencies again. Best effort: on any failure the partial copy is
 /// removed and the slot simply builds from scratch.
 fn seed(work: &Path, targets: &Path, n: usize, target: &Path) {
-    for m in (0..SLOTS).filter(|&m| m != n) {
+    for m in existing_slots(work).into_iter().filter(|&m| m != n) {
         let from = targets.join(format!("slot-{m}"));
-        if !from.join("debug").is_dir() {
+        if !is_built(&from) {
             continue;
         }
         let Ok(lock) = open_lock(&work.join(format!("slot-{m}.lock"))) else {
@@ -263,10 +314,12 @@ fn remove_stale(root: &Path, key: &str) {
             continue;
         }
         // Hold every slot lock of that key while removing it; give up if any is in use.
-        let locks: Vec<File> = (0..SLOTS)
+        let slots = existing_slots(&entry.path());
+        let locks: Vec<File> = slots
+            .iter()
             .filter_map(|n| open_lock(&entry.path().join(format!("slot-{n}.lock"))).ok())
             .collect();
-        if locks.len() == SLOTS && locks.iter().all(|l| l.try_lock().is_ok()) {
+        if locks.len() == slots.len() && locks.iter().all(|l| l.try_lock().is_ok()) {
             let _ = fs::remove_dir_all(root.join("target").join(&other));
             let _ = fs::remove_dir_all(entry.path());
         }
@@ -310,7 +363,7 @@ mod tests {
 
     /// Acquires a slot for `text`, writes `text` into it as a grade would, and releases it.
     async fn grade_in_slot(root: &Path, text: &str) -> PathBuf {
-        let slot = acquire(root, "07-x", &[(FILE, text.as_bytes())], || {})
+        let slot = acquire(root, "07-x", &[(FILE, text.as_bytes())], SLOTS, || {})
             .await
             .unwrap();
         fs::create_dir_all(slot.path.join("src")).unwrap();
@@ -342,15 +395,19 @@ mod tests {
         runtime().block_on(async {
             let mut held = Vec::new();
             for _ in 0..SLOTS {
-                let slot = acquire(root.path(), "07-x", &[], || panic!("a slot was free"))
-                    .await
-                    .unwrap();
+                let slot = acquire(root.path(), "07-x", &[], SLOTS, || {
+                    panic!("a slot was free")
+                })
+                .await
+                .unwrap();
                 assert!(held.iter().all(|h: &BuildDir| h.path != slot.path));
                 held.push(slot);
             }
             // The next grade reports that it waits (the gate), and only then is a slot released.
             let (waiting, waited) = tokio::sync::oneshot::channel();
-            let next = acquire(root.path(), "07-x", &[], move || waiting.send(()).unwrap());
+            let next = acquire(root.path(), "07-x", &[], SLOTS, move || {
+                waiting.send(()).unwrap()
+            });
             let releaser = async {
                 waited.await.expect("the grade reported waiting");
                 held.clear();
@@ -379,7 +436,7 @@ mod tests {
                 .set_modified(then)
                 .unwrap();
 
-            let other = acquire(root.path(), "07-x", &[(FILE, b"another\n")], || {})
+            let other = acquire(root.path(), "07-x", &[(FILE, b"another\n")], SLOTS, || {})
                 .await
                 .unwrap();
             assert!(other.path.ends_with("slot-1"));
@@ -394,16 +451,72 @@ mod tests {
     }
 
     #[test]
+    fn a_class_uses_as_many_slots_as_grades_at_once_each_seeded_from_a_built_one() {
+        let root = tempfile::tempdir().unwrap();
+        runtime().block_on(async {
+            let mut held = Vec::new();
+            for _ in 0..4 {
+                let slot = acquire(root.path(), "07-x", &[], 4, || panic!("a slot was free"))
+                    .await
+                    .unwrap();
+                assert!(held.iter().all(|h: &BuildDir| h.path != slot.path));
+                held.push(slot);
+            }
+            // Only slot 0 has compiled anything.
+            let built = held[0].target.join("debug/deps/libtokio.rlib");
+            fs::create_dir_all(built.parent().unwrap()).unwrap();
+            fs::write(&built, b"compiled").unwrap();
+            held.clear();
+        });
+        assert_eq!(ensure_built(root.path(), "07-x", 4).unwrap(), 4);
+        for n in 1..4 {
+            let copy = root
+                .path()
+                .join(format!("target/07-x/slot-{n}/debug/deps/libtokio.rlib"));
+            assert_eq!(fs::read(&copy).unwrap(), b"compiled", "slot {n}");
+        }
+        // `grade` keeps looking at its own two.
+        runtime().block_on(async {
+            let a = acquire(root.path(), "07-x", &[], SLOTS, || {})
+                .await
+                .unwrap();
+            let b = acquire(root.path(), "07-x", &[], SLOTS, || {})
+                .await
+                .unwrap();
+            for slot in [&a, &b] {
+                let n: usize = slot
+                    .path
+                    .to_str()
+                    .unwrap()
+                    .rsplit('-')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert!(n < SLOTS, "{}", slot.path.display());
+            }
+        });
+    }
+
+    #[test]
     fn other_versions_of_a_chapter_are_removed_unless_in_use() {
         let root = tempfile::tempdir().unwrap();
         let work = root.path().join("work");
         runtime().block_on(async {
-            let old = acquire(root.path(), "07-old", &[], || {}).await.unwrap();
-            let busy = acquire(root.path(), "07-busy", &[], || {}).await.unwrap();
-            let other_chapter = acquire(root.path(), "08-old", &[], || {}).await.unwrap();
+            let old = acquire(root.path(), "07-old", &[], 3, || {}).await.unwrap();
+            let old_too = acquire(root.path(), "07-old", &[], 3, || {}).await.unwrap();
+            let busy = acquire(root.path(), "07-busy", &[], SLOTS, || {})
+                .await
+                .unwrap();
+            let other_chapter = acquire(root.path(), "08-old", &[], SLOTS, || {})
+                .await
+                .unwrap();
+            drop(old_too);
             drop(old);
             drop(other_chapter);
-            let new = acquire(root.path(), "07-new", &[], || {}).await.unwrap();
+            let new = acquire(root.path(), "07-new", &[], SLOTS, || {})
+                .await
+                .unwrap();
             assert!(new.path.is_dir() && new.target.is_dir());
             assert!(
                 !work.join("07-old").exists(),

@@ -36,6 +36,9 @@ pub struct Group {
     /// Optional groups are graded and shown, but never decide the verdict.
     #[serde(default)]
     pub optional: bool,
+    /// What the group is worth. An optional group's points are a bonus: a grade's total never goes past
+    /// the points of the groups that decide it (see `GradeResult::score`).
+    pub points: u32,
 }
 
 impl Group {
@@ -74,6 +77,10 @@ struct Manifest {
     editable: Vec<String>,
     test_target: String,
     guide: Text,
+    /// Whether a group that does not pass earns part of its points, by the share of its tests that
+    /// passed. Off by default: a group is all or nothing, as the guide teaches it.
+    #[serde(default)]
+    partial_credit: bool,
     #[serde(rename = "group")]
     groups: Vec<Group>,
     #[serde(default = "first_layout")]
@@ -107,6 +114,8 @@ pub struct Chapter {
     pub editable: Vec<String>,
     pub test_target: String,
     pub guide: Text,
+    /// See `Manifest::partial_credit`.
+    pub partial_credit: bool,
     pub groups: Vec<Group>,
     /// The layout whose given files this value describes: the current one, unless a practice directory
     /// of an older layout was opened (see [`Chapter::with_layout`]).
@@ -266,6 +275,7 @@ impl Catalog {
                 current_layout: m.layout,
                 old_layouts: m.old_layouts,
                 guide: m.guide,
+                partial_credit: m.partial_credit,
                 groups: m.groups,
             });
         }
@@ -275,6 +285,13 @@ impl Catalog {
 
     pub fn chapter(&self, query: &str) -> Option<&Chapter> {
         self.chapters.iter().find(|c| c.is_named(query))
+    }
+
+    /// Every embedded file under `prefix` (e.g. `templates/`): (path after the prefix, bytes).
+    pub fn files_under(prefix: &str) -> impl Iterator<Item = (&'static str, &'static [u8])> + '_ {
+        embedded::FILES
+            .iter()
+            .filter_map(move |(path, bytes)| Some((path.strip_prefix(prefix)?, *bytes)))
     }
 
     /// A chapter's file from `templates/` or elsewhere in the embedded tree, by repository path.
@@ -295,6 +312,18 @@ mod tests {
         let catalog = Catalog::embedded();
         let ch = catalog.chapter("07").expect("chapter 07");
         assert_eq!(ch.groups.len(), 6);
+        let required: u32 = ch
+            .groups
+            .iter()
+            .filter(|g| !g.optional)
+            .map(|g| g.points)
+            .sum();
+        assert_eq!(required, 100, "the required groups are worth 100 points");
+        assert!(ch.groups.iter().all(|g| g.points > 0));
+        assert!(
+            !ch.partial_credit,
+            "all or nothing per group, as the guide teaches it"
+        );
         assert!(embedded::FILES
             .iter()
             .all(|(p, _)| !p.contains("/solution/")

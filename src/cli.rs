@@ -25,9 +25,16 @@ pub enum Command {
         chapter: String,
         /// Where to create it (must not exist, or be empty); default pi-practice-<chapter>
         dir: Option<PathBuf>,
+        /// Also write .github/workflows/classroom.yml: GitHub Classroom grades every push, one step per
+        /// group with its points
+        #[arg(long)]
+        classroom: bool,
     },
     /// Build the learner's code and run the chapter's test groups against the pristine tests
     Grade(GradeArgs),
+    /// Grade a whole class: each entry of SUBMISSIONS is one learner; reports, summaries and a class page
+    /// go to --out
+    GradeClass(ClassArgs),
     /// Grade now, then again each time an editable file is saved (keys: h hint, r grade again, q quit)
     Watch {
         /// The practice directory
@@ -71,6 +78,34 @@ pub struct GradeArgs {
     /// Also write a JUnit XML report to FILE
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// With --format gradescope: one entry per test instead of one per group
+    #[arg(long)]
+    pub per_test: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ClassArgs {
+    /// The folder of submissions, one entry per learner, named after it: a practice directory, a folder
+    /// holding agent_loop.rs or src/agent_loop.rs, or a file NAME.rs
+    pub submissions: PathBuf,
+    /// Where the results go: a new or empty directory, or the results of an earlier run (which this run
+    /// resumes)
+    #[arg(long, value_name = "RESULTS")]
+    pub out: PathBuf,
+    /// Learners graded at once (default: the number of cores)
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Grade every learner again, also those whose file is unchanged since the last run
+    #[arg(long)]
+    pub force: bool,
+    /// The chapter the submissions are for
+    #[arg(long, default_value = "07")]
+    pub chapter: String,
+    /// Output format on stdout: a summary for a person, or summary.json
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
     #[command(flatten)]
     pub limits: LimitArgs,
 }
@@ -156,4 +191,47 @@ mod tests {
 pub enum Format {
     Human,
     Json,
+    /// Gradescope's results.json
+    Gradescope,
+}
+
+impl Format {
+    /// A format for programs: stdout holds exactly one JSON document, also for bad input.
+    pub fn is_machine(self) -> bool {
+        matches!(self, Format::Json | Format::Gradescope)
+    }
+}
+
+impl Command {
+    /// The output format this command was asked for, when it has one.
+    pub fn format(&self) -> Option<Format> {
+        match self {
+            Command::Grade(args) => Some(args.format),
+            Command::GradeClass(args) => Some(args.format),
+            _ => None,
+        }
+    }
+}
+
+/// `--format` and `--lang` as written on a command line that did not parse, so that even a usage error
+/// can be reported as the document the caller asked for, in their language.
+pub fn scan_raw(args: &[std::ffi::OsString]) -> (Option<Format>, Option<Lang>) {
+    let words: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let value_of = |flag: &str| -> Option<String> {
+        let mut found = None;
+        for (i, word) in words.iter().enumerate() {
+            if word == flag {
+                found = words.get(i + 1).cloned();
+            } else if let Some(value) = word.strip_prefix(&format!("{flag}=")) {
+                found = Some(value.to_string());
+            }
+        }
+        found
+    };
+    let format = value_of("--format").and_then(|v| Format::from_str(&v, true).ok());
+    let lang = value_of("--lang").and_then(|v| Lang::from_str(&v, true).ok());
+    (format, lang)
 }

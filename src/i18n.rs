@@ -56,6 +56,21 @@ impl Lang {
     }
 }
 
+impl Lang {
+    /// Every message whose key starts with `prefix`, in this language, keyed by the rest of the key with
+    /// `-` written `_` (`class-html-pass-rate` → `pass_rate` for the prefix `class-html-`): how a
+    /// template gets its wording.
+    pub fn texts(self, prefix: &str) -> BTreeMap<String, String> {
+        table()
+            .iter()
+            .filter_map(|(key, text)| {
+                let rest = key.strip_prefix(prefix)?;
+                Some((rest.replace('-', "_"), text.get(self).to_string()))
+            })
+            .collect()
+    }
+}
+
 fn table() -> &'static BTreeMap<String, Text> {
     static TABLE: OnceLock<BTreeMap<String, Text>> = OnceLock::new();
     TABLE.get_or_init(|| {

@@ -2,6 +2,8 @@
 
 mod cache;
 mod catalog;
+mod class;
+mod classroom;
 mod cli;
 mod error;
 mod grade;
@@ -15,6 +17,7 @@ mod regular_file;
 mod report;
 mod sandbox;
 mod status;
+mod templates;
 mod watch;
 
 use std::process::ExitCode;
@@ -26,12 +29,22 @@ use crate::cli::{Cli, Command};
 use crate::i18n::Lang;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e, &args),
+    };
     let lang = Lang::resolve(cli.lang);
+    let format = cli.command.format();
     let catalog = Catalog::embedded();
     let outcome = match cli.command {
-        Command::Practice { chapter, dir } => practice::run(&catalog, lang, &chapter, dir),
+        Command::Practice {
+            chapter,
+            dir,
+            classroom,
+        } => practice::run(&catalog, lang, &chapter, dir, classroom),
         Command::Grade(args) => grade::run(&catalog, lang, args),
+        Command::GradeClass(args) => class::run(&catalog, lang, args),
         Command::List => list::run(&catalog, lang),
         Command::Watch { dir, poll, limits } => watch::run(&catalog, lang, dir, poll, limits),
         Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),
@@ -40,8 +53,35 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("{}: {e}", lang.t("error-prefix", &[]));
+            report::bad_input(&e, lang, format);
             ExitCode::from(2)
         }
     }
+}
+
+/// A command line that does not parse. Help and version go out as clap prints them; a usage error asked
+/// for a document (`--format json`) is that document too, with exit status 2.
+fn usage_error(e: clap::Error, args: &[std::ffi::OsString]) -> ExitCode {
+    use clap::error::ErrorKind;
+    let (format, lang) = cli::scan_raw(args);
+    let printed_as_is = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if printed_as_is || !format.is_some_and(cli::Format::is_machine) {
+        e.exit();
+    }
+    let lang = Lang::resolve(lang);
+    let rendered = e.render().to_string();
+    let problem = rendered
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .to_string();
+    let error = error::UserError::new(problem).with_fix(lang.t("usage-fix", &[]));
+    report::bad_input(&error, lang, format);
+    ExitCode::from(2)
 }

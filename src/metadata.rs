@@ -81,6 +81,9 @@ pub struct Practice {
     pub dir: PathBuf,
     pub metadata: Metadata,
     pub chapter: Chapter,
+    /// How to name an editable file in messages, when not as `<dir>/<path>`: a class grade builds a
+    /// submitted `alice.rs` in a practice directory of its own, and compile errors point at `alice.rs`.
+    pub shown_as: BTreeMap<String, String>,
 }
 
 impl Practice {
@@ -124,6 +127,7 @@ impl Practice {
             dir: dir.to_path_buf(),
             metadata,
             chapter,
+            shown_as: BTreeMap::new(),
         })
     }
 
@@ -167,6 +171,7 @@ mod tests {
             dir: tmp.path().to_path_buf(),
             metadata: Metadata::for_chapter(chapter),
             chapter: chapter.clone(),
+            shown_as: BTreeMap::new(),
         };
         (tmp, practice)
     }

@@ -23,7 +23,13 @@ use crate::error::{Result, UserError};
 use crate::i18n::Lang;
 use crate::metadata::{self, Metadata};
 
-pub fn run(catalog: &Catalog, lang: Lang, query: &str, dir: Option<PathBuf>) -> Result<ExitCode> {
+pub fn run(
+    catalog: &Catalog,
+    lang: Lang,
+    query: &str,
+    dir: Option<PathBuf>,
+    classroom: bool,
+) -> Result<ExitCode> {
     let chapter = catalog
         .chapter(query)
         .ok_or_else(|| unknown_chapter(catalog, lang, query))?;
@@ -33,7 +39,12 @@ pub fn run(catalog: &Catalog, lang: Lang, query: &str, dir: Option<PathBuf>) -> 
         None => PathBuf::from(&chapter.default_dir),
     };
     let target = Target::check(lang, chapter, &dir)?;
-    match make(lang, chapter, &target) {
+    let mut extra: Vec<(&str, Vec<u8>)> = Vec::new();
+    if classroom {
+        let workflow = crate::classroom::workflow(chapter, lang).map_err(UserError::new)?;
+        extra.push((crate::classroom::PATH, workflow.into_bytes()));
+    }
+    match make(lang, chapter, &target, &extra) {
         Ok(()) => {
             print_next_steps(lang, chapter, &dir);
             Ok(ExitCode::SUCCESS)
@@ -156,7 +167,12 @@ enum Failure {
 }
 
 /// Builds the practice directory in a staging directory and puts it in place, or leaves nothing.
-fn make(lang: Lang, chapter: &Chapter, target: &Target) -> std::result::Result<(), Failure> {
+fn make(
+    lang: Lang,
+    chapter: &Chapter,
+    target: &Target,
+    extra: &[(&str, Vec<u8>)],
+) -> std::result::Result<(), Failure> {
     let (staging_in, prefix) = match target {
         Target::New { dir, parent } => {
             let name = dir
@@ -183,7 +199,7 @@ fn make(lang: Lang, chapter: &Chapter, target: &Target) -> std::result::Result<(
                 leftover: None,
             },
         })?;
-    let placed = write_files(staging.path(), chapter, lang).and_then(|()| match target {
+    let placed = write_files(staging.path(), chapter, lang, extra).and_then(|()| match target {
         Target::New { dir, .. } => fs::rename(staging.path(), dir),
         Target::Empty { dir } => move_entries(staging.path(), dir),
     });
@@ -206,14 +222,21 @@ fn make(lang: Lang, chapter: &Chapter, target: &Target) -> std::result::Result<(
     }
 }
 
-/// Writes the given files, the skeleton in `lang` and, last, the metadata under `root`.
-fn write_files(root: &Path, chapter: &Chapter, lang: Lang) -> io::Result<()> {
+/// Writes the given files, the skeleton in `lang`, the `extra` files (path, bytes) and, last, the metadata
+/// under `root`: a practice directory, as `practice` makes one (and `grade-class` for a submitted file).
+pub fn write_files(
+    root: &Path,
+    chapter: &Chapter,
+    lang: Lang,
+    extra: &[(&str, Vec<u8>)],
+) -> io::Result<()> {
     let metadata = Metadata::for_chapter(chapter).to_toml();
     let files = chapter
         .given_files()
         .into_iter()
         .chain(chapter.skeleton_files_in(lang))
         .map(|f| (f.path, f.bytes))
+        .chain(extra.iter().map(|(path, bytes)| (*path, bytes.as_slice())))
         .chain([(metadata::FILE, metadata.as_bytes())]);
     let with_path = |rel: &str, e: io::Error| io::Error::new(e.kind(), format!("{rel}: {e}"));
     let mut made: HashSet<PathBuf> = HashSet::new();

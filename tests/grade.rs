@@ -42,6 +42,11 @@ fn the_skeleton_fails_every_group() {
         assert_eq!(failures as u64, g["total"].as_u64().unwrap(), "{xml}");
     }
     assert_eq!(json["status"], "fail", "{json:#}");
+    assert_eq!(
+        (json["score"].as_f64(), json["max"].as_f64()),
+        (Some(0.0), Some(100.0)),
+        "{json:#}"
+    );
     for slug in REQUIRED {
         assert_eq!(group_status(&json, slug), "fail", "{slug}: {json:#}");
     }
@@ -75,6 +80,8 @@ fn the_skeleton_fails_every_group() {
         assert!(line.starts_with('✗'), "{line}");
     }
     assert!(text.contains("0 of 5 groups passed"), "{text}");
+    assert!(text.contains("score 0/100"), "{text}");
+    assert!(text.contains("0/20 pts"), "{text}");
     assert!(text.contains("plain-text stop"), "{text}");
     // Every failing test is listed with its message; the Lab to work on now, 7.1, in full, the others in
     // one line each, and the next step named. `--group` gives every chosen group's messages in full.
@@ -141,6 +148,13 @@ fn the_reference_passes_every_group_with_json_junit_and_a_record_per_lab() {
         .find(|g| g["slug"] == "duplicate-call-ids")
         .unwrap();
     assert_eq!(bonus["optional"], true);
+    // Full marks; the bonus group is worth points of its own, but the total stops at the maximum.
+    assert_eq!(
+        (json["score"].as_f64(), json["max"].as_f64()),
+        (Some(100.0), Some(100.0)),
+        "{json:#}"
+    );
+    assert_eq!(bonus["score"].as_f64(), Some(10.0), "{bonus:#}");
     assert_eq!(groups(&json)[0]["name"], "纯文本 stop");
     assert_eq!(groups(&json)[0]["lab"], "7.1");
 
@@ -162,6 +176,18 @@ fn the_reference_passes_every_group_with_json_junit_and_a_record_per_lab() {
         assert_eq!(suite.attribute("tests"), Some(cases.to_string().as_str()));
         assert_eq!(suite.attribute("failures"), Some("0"));
         assert_eq!(suite.attribute("errors"), Some("0"));
+        let property = |name: &str| {
+            suite
+                .descendants()
+                .find(|n| n.has_tag_name("property") && n.attribute("name") == Some(name))
+                .and_then(|n| n.attribute("value"))
+                .map(str::to_string)
+        };
+        let points = group_points(g["slug"].as_str().unwrap()).to_string();
+        assert_eq!(property("score").as_deref(), Some(points.as_str()));
+        assert_eq!(property("max").as_deref(), Some(points.as_str()));
+        assert_eq!(property("grade.score").as_deref(), Some("100"));
+        assert_eq!(property("grade.max").as_deref(), Some("100"));
     }
     assert!(!xml.contains("<failure"), "{xml}");
     assert!(fs::read_dir(tmp.path()).unwrap().all(|e| !e
@@ -200,6 +226,9 @@ fn the_reference_passes_every_group_with_json_junit_and_a_record_per_lab() {
         "{}",
         describe(&out)
     );
+    // One group chosen: its points are the maximum.
+    assert!(stdout(&out).contains("score 20/20"), "{}", describe(&out));
+    assert!(stdout(&out).contains("20/20 pts"), "{}", describe(&out));
 }
 
 #[test]

@@ -141,6 +141,7 @@ mod tests {
             }],
             problem,
             elapsed: Duration::ZERO,
+            partial_credit: false,
         }
     }
 

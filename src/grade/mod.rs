@@ -56,6 +56,11 @@ pub struct GradeOptions {
     pub color: bool,
     /// Record the verdict per Lab in the practice directory (see [`last`]).
     pub record_last_grade: bool,
+    /// Build slots to choose from in the cache: [`cache::SLOTS`], or one per grade running at once.
+    pub slots: usize,
+    /// Grades running at once in this process (`grade-class --jobs`): they share the machine's memory
+    /// for test processes (see [`runner::Runner::max_live`]).
+    pub grades_at_once: usize,
 }
 
 impl GradeOptions {
@@ -71,6 +76,8 @@ impl GradeOptions {
                 .unwrap_or(2),
             color: false,
             record_last_grade: true,
+            slots: cache::SLOTS,
+            grades_at_once: 1,
         }
     }
 }
@@ -160,25 +167,7 @@ pub async fn grade(
     progress: &dyn Fn(Stage),
 ) -> GradeResult {
     let started = Instant::now();
-    let chapter = &practice.chapter;
-    let mut result = GradeResult {
-        chapter: chapter.id.clone(),
-        test_target: chapter.test_target.clone(),
-        warnings: Vec::new(),
-        protection: opts.sandbox.protection(),
-        problem: None,
-        groups: groups
-            .iter()
-            .zip(outcome::deciding(groups))
-            .map(|(g, decides)| GroupResult {
-                group: g.clone(),
-                decides,
-                tests: Vec::new(),
-                error: None,
-            })
-            .collect(),
-        elapsed: Duration::ZERO,
-    };
+    let mut result = empty_result(&practice.chapter, groups, opts);
     let changed = practice.changed_given_files();
     if !changed.is_empty() {
         result
@@ -208,6 +197,44 @@ pub async fn grade(
     result
 }
 
+/// A result with no test run yet: every group without tests.
+fn empty_result(chapter: &Chapter, groups: &[Group], opts: &GradeOptions) -> GradeResult {
+    GradeResult {
+        chapter: chapter.id.clone(),
+        test_target: chapter.test_target.clone(),
+        warnings: Vec::new(),
+        protection: opts.sandbox.protection(),
+        problem: None,
+        groups: groups
+            .iter()
+            .zip(outcome::deciding(groups))
+            .map(|(g, decides)| GroupResult {
+                group: g.clone(),
+                decides,
+                tests: Vec::new(),
+                error: None,
+            })
+            .collect(),
+        elapsed: Duration::ZERO,
+        partial_credit: chapter.partial_credit,
+    }
+}
+
+/// The result of a grade that could not start: `problem` says why, and no group was graded.
+pub fn not_graded(
+    chapter: &Chapter,
+    groups: &[Group],
+    opts: &GradeOptions,
+    problem: Problem,
+) -> GradeResult {
+    let mut result = empty_result(chapter, groups, opts);
+    result.problem = Some(problem);
+    for g in &mut result.groups {
+        g.error = Some(outcome::GroupError::NotBuilt);
+    }
+    result
+}
+
 async fn build_and_run(
     practice: &Practice,
     opts: &GradeOptions,
@@ -226,9 +253,11 @@ async fn build_and_run(
         .iter()
         .map(|(path, bytes)| (path.as_str(), bytes.as_slice()))
         .collect();
-    let build_dir = cache::acquire(&opts.cache, &key, &files, || progress(Stage::Waiting))
-        .await
-        .map_err(|e| io_problem(&opts.cache.display().to_string(), e))?;
+    let build_dir = cache::acquire(&opts.cache, &key, &files, opts.slots, || {
+        progress(Stage::Waiting)
+    })
+    .await
+    .map_err(|e| io_problem(&opts.cache.display().to_string(), e))?;
     progress(Stage::Preparing);
     prepare::prepare(chapter, &editable, &build_dir.path)?;
 
@@ -245,7 +274,13 @@ async fn build_and_run(
         renames: chapter
             .editable
             .iter()
-            .map(|p| (p.clone(), prepare::shown_path(&practice.dir, p)))
+            .map(|p| {
+                let shown = practice.shown_as.get(p).cloned();
+                (
+                    p.clone(),
+                    shown.unwrap_or_else(|| prepare::shown_path(&practice.dir, p)),
+                )
+            })
             .collect(),
         sandbox: &opts.sandbox,
         timeout: opts.build_timeout,
@@ -268,6 +303,7 @@ async fn build_and_run(
         sandbox: opts.sandbox.clone(),
         key,
         envs: vec![("PI_COURSE_LANG".into(), opts.lang.code().into())],
+        grades_at_once: opts.grades_at_once,
     };
     let names = match listed(&build_dir.target) {
         Some(names) => names,
@@ -390,6 +426,10 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeArgs) -> Result<ExitCode> {
             report::human::print(&result, lang, &style, detail)
         }
         Format::Json => report::emit(&format!("{}\n", report::json::render(&result, lang))),
+        Format::Gradescope => report::emit(&format!(
+            "{}\n",
+            report::gradescope::render(&result, lang, args.per_test)
+        )),
     }
     Ok(ExitCode::from(result.exit_code()))
 }

@@ -216,6 +216,36 @@ impl GroupResult {
     pub fn total(&self) -> usize {
         self.tests.len()
     }
+
+    /// The points this group earned: all of them when it passed; with `partial` credit, the share its
+    /// passed tests make up (to two decimals); otherwise none.
+    pub fn score(&self, partial: bool) -> f64 {
+        let points = f64::from(self.group.points);
+        match self.status() {
+            GroupStatus::Pass => points,
+            GroupStatus::Error => 0.0,
+            GroupStatus::Fail | GroupStatus::Timeout if partial && self.total() > 0 => {
+                round2(points * self.passed() as f64 / self.total() as f64)
+            }
+            GroupStatus::Fail | GroupStatus::Timeout => 0.0,
+        }
+    }
+
+    /// The points this group is worth.
+    pub fn max(&self) -> f64 {
+        f64::from(self.group.points)
+    }
+}
+
+/// `x` rounded to two decimals.
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Points as people write them: `20`, `17.5`, `16.67`.
+pub fn format_points(points: f64) -> String {
+    let text = format!("{:.2}", round2(points));
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -245,6 +275,8 @@ pub enum Problem {
     BuildTimeout { secs: u64 },
     /// The test executable is not the one this grade's build produced.
     TamperedExecutable { path: String },
+    /// A class's entry is not something that can be graded (`grade-class`): why, in the chosen language.
+    NotASubmission { reason: String },
 }
 
 /// Something the learner should know that does not change the verdict.
@@ -286,9 +318,35 @@ pub struct GradeResult {
     pub problem: Option<Problem>,
     pub groups: Vec<GroupResult>,
     pub elapsed: Duration,
+    /// The chapter gives partial credit within a group (see `Chapter::partial_credit`).
+    pub partial_credit: bool,
 }
 
 impl GradeResult {
+    /// The points earned: every group's score, the optional ones' as a bonus, never more than [`max`].
+    ///
+    /// [`max`]: GradeResult::max
+    pub fn score(&self) -> f64 {
+        if self.problem.is_some() {
+            return 0.0;
+        }
+        let earned: f64 = self
+            .groups
+            .iter()
+            .map(|g| g.score(self.partial_credit))
+            .sum();
+        round2(earned.min(self.max()))
+    }
+
+    /// The points at stake: those of the groups that decide the verdict (a bonus group adds none).
+    pub fn max(&self) -> f64 {
+        self.groups
+            .iter()
+            .filter(|g| g.decides)
+            .map(GroupResult::max)
+            .sum()
+    }
+
     /// Error when the tests could not run or a deciding group could not be graded; else fail when a
     /// deciding group failed or timed out; else pass.
     pub fn status(&self) -> Status {
@@ -300,6 +358,16 @@ impl GradeResult {
         } else {
             Status::Fail
         }
+    }
+
+    /// Did the learner get a verdict on their code? Yes when the tests ran, and when their code did not
+    /// build or ran past the build's time limit; no when there was nothing to grade or the grader itself
+    /// failed (the cache, cargo without a compiler error, the test listing).
+    pub fn has_verdict(&self) -> bool {
+        matches!(
+            self.problem,
+            None | Some(Problem::Compile { .. }) | Some(Problem::BuildTimeout { .. })
+        )
     }
 
     /// 0 when every deciding group passed, 1 otherwise. (2, bad input, never gets this far.)
@@ -373,6 +441,7 @@ impl Problem {
             Problem::TamperedExecutable { path } => {
                 lang.t("grade-tampered-executable", &[("path", path)])
             }
+            Problem::NotASubmission { reason } => reason.clone(),
         }
     }
 }
@@ -399,6 +468,7 @@ mod tests {
             name: text.clone(),
             hint: text,
             optional,
+            points: if optional { 10 } else { 20 },
         }
     }
 
@@ -419,6 +489,7 @@ mod tests {
             problem: None,
             groups,
             elapsed: Duration::ZERO,
+            partial_credit: false,
         }
     }
 
@@ -471,6 +542,38 @@ mod tests {
             vec![true, false]
         );
         assert_eq!(deciding(&[group("b", true)]), vec![true]);
+    }
+
+    #[test]
+    fn points_are_all_or_nothing_unless_partial_and_a_bonus_never_passes_the_maximum() {
+        let fail = || {
+            test(Outcome::Panicked {
+                message: "no".into(),
+            })
+        };
+        let mut r = result(vec![
+            graded("a", false, vec![test(Outcome::Passed)]),
+            graded("b", false, vec![test(Outcome::Passed), fail(), fail()]),
+            graded("bonus", true, vec![test(Outcome::Passed)]),
+        ]);
+        assert_eq!(r.max(), 40.0);
+        // 20 + 0 + a 10-point bonus.
+        assert_eq!(r.score(), 30.0);
+        r.partial_credit = true;
+        // 20 + 20/3 + 10 = 36.67: a third of b's points for one test of three.
+        assert_eq!(r.score(), 36.67);
+        assert_eq!(format_points(r.groups[1].score(true)), "6.67");
+        // Everything passes: the bonus cannot take the total past the maximum.
+        r.groups[1].tests = vec![test(Outcome::Passed)];
+        assert_eq!(r.score(), 40.0);
+        assert_eq!(format_points(r.score()), "40");
+        assert_eq!(format_points(17.5), "17.5");
+        // Nothing built: nothing earned.
+        r.problem = Some(Problem::Compile {
+            rendered: String::new(),
+            errors: 1,
+        });
+        assert_eq!(r.score(), 0.0);
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub struct Runner {
     pub key: String,
     /// Environment for the tests, e.g. the learner's language.
     pub envs: Vec<(String, String)>,
+    /// Grades running at once in this process, sharing the machine's memory.
+    pub grades_at_once: usize,
 }
 
 impl Runner {
@@ -59,11 +61,12 @@ impl Runner {
     }
 
     /// Test processes alive at once: [`MAX_LIVE`], fewer when that many at the memory limit would not fit
-    /// in half of this machine's memory, never fewer than the jobs.
+    /// in this grade's share of half of this machine's memory, never fewer than the jobs.
     pub fn max_live(&self) -> usize {
         let memory = self.sandbox.limits().memory.max(1);
+        let share = self.grades_at_once.max(1) as u64;
         let fit = crate::process::total_memory()
-            .map(|total| (total / 2 / memory) as usize)
+            .map(|total| (total / 2 / share / memory) as usize)
             .unwrap_or(MAX_LIVE);
         fit.clamp(self.jobs.max(1), MAX_LIVE.max(self.jobs))
     }
@@ -420,6 +423,7 @@ test result: ok. 1 passed;");
             sandbox: Sandbox::new(Mode::Auto, limits).unwrap(),
             key: super::super::channel::new_key().unwrap(),
             envs: Vec::new(),
+            grades_at_once: 1,
         };
         let started = Instant::now();
         let results = rt.block_on(async {

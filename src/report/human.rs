@@ -1,18 +1,18 @@
 //! The report for a person: warnings, one line per group, the failing tests under their group, a summary.
 //!
 //! ```text
-//! ✓ Lab 7.1  纯文本 stop     plain-stop      3/3
-//! ✗ Lab 7.2  单工具往返      single-tool     1/4
+//! ✓ Lab 7.1  纯文本 stop     plain-stop      3/3  20/20 分
+//! ✗ Lab 7.2  单工具往返      single-tool     1/4   0/20 分
 //!     ✗ single_tool::feeds_the_result_back
 //!       assertion `left == right` failed: the tool result must follow the assistant message
 //!
-//! 通过 1/2 组，未通过 1 组（用时 0.8 秒）
+//! 通过 1/2 组，未通过 1 组 · 得分 20/40（用时 0.8 秒）
 //! ```
 
 use std::fmt::Write as _;
 
 use super::{display_width, pad, Paint, Style};
-use crate::grade::outcome::{GroupStatus, Problem, TestStatus};
+use crate::grade::outcome::{format_points, GroupStatus, Problem, TestStatus};
 use crate::grade::GradeResult;
 use crate::i18n::Lang;
 
@@ -82,7 +82,13 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
             out.push('\n');
         }
         let summary = paint.bold(&result.summary(lang));
-        writeln!(out, "{} {summary}", paint.red("✗")).unwrap();
+        writeln!(
+            out,
+            "{} {summary}{}",
+            paint.red("✗"),
+            score_text(result, lang)
+        )
+        .unwrap();
         return out;
     }
 
@@ -91,6 +97,18 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
         .groups
         .iter()
         .map(|g| g.group.slug.len())
+        .max()
+        .unwrap_or(0);
+    let count_width = result
+        .groups
+        .iter()
+        .map(|g| format!("{}/{}", g.passed(), g.total()).len())
+        .max()
+        .unwrap_or(0);
+    let points_width = result
+        .groups
+        .iter()
+        .map(|g| format_points(g.max()).len())
         .max()
         .unwrap_or(0);
     let mut any_failure = false;
@@ -110,11 +128,24 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
             GroupStatus::Fail | GroupStatus::Error => paint.red("✗"),
             GroupStatus::Timeout => paint.yellow("⏱"),
         };
-        let count = format!("{}/{}", g.passed(), g.total());
+        let count = pad(&format!("{}/{}", g.passed(), g.total()), count_width);
         let lab = format!("Lab {:<4}", g.group.lab);
+        let points = lang.t(
+            "grade-points",
+            &[
+                (
+                    "score",
+                    &format!(
+                        "{:>points_width$}",
+                        format_points(g.score(result.partial_credit))
+                    ),
+                ),
+                ("max", &format_points(g.max())),
+            ],
+        );
         writeln!(
             out,
-            "{mark} {} {} {} {}",
+            "{mark} {} {} {} {}  {}",
             paint.dim(&lab),
             pad(&g.group.title(lang), name_width),
             paint.dim(&pad(&g.group.slug, slug_width)),
@@ -123,6 +154,7 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
             } else {
                 paint.bold(&count)
             },
+            paint.dim(&points),
         )
         .unwrap();
         if status == GroupStatus::Error {
@@ -172,7 +204,13 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
     } else {
         format!("{} {}", paint.red("✗"), paint.bold(&summary))
     };
-    writeln!(out, "{summary}{}", paint.dim(&elapsed)).unwrap();
+    writeln!(
+        out,
+        "{summary}{}{}",
+        score_text(result, lang),
+        paint.dim(&elapsed)
+    )
+    .unwrap();
     for g in result.groups.iter().filter(|g| !g.decides) {
         let status = status_word(g.status(), lang);
         let line = lang.t(
@@ -195,6 +233,17 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
         writeln!(out, "  {}", paint.dim(&hint)).unwrap();
     }
     out
+}
+
+/// ` · 得分 80/100`: the grade's points, to follow the summary.
+fn score_text(result: &GradeResult, lang: Lang) -> String {
+    lang.t(
+        "grade-score",
+        &[
+            ("score", &format_points(result.score())),
+            ("max", &format_points(result.max())),
+        ],
+    )
 }
 
 fn status_word(s: GroupStatus, lang: Lang) -> String {

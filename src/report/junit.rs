@@ -1,12 +1,13 @@
 //! The report for CI: JUnit XML, one `<testsuite>` per group (named by its slug, with the Lab number and
 //! the group's name as properties), one `<testcase>` per test. A failed test has a `<failure>`, a timed out
 //! one an `<error type="timeout">`; when the code did not build, each group holds one `build` test case
-//! with an `<error type="build">` carrying the compiler's output.
+//! with an `<error type="build">` carrying the compiler's output. Points are properties of each suite:
+//! `score` and `max` for the group, `grade.score` and `grade.max` for the whole grade.
 
 use std::fmt::Write as _;
 
 use crate::grade::build::strip_ansi;
-use crate::grade::outcome::{GroupResult, TestStatus};
+use crate::grade::outcome::{format_points, GroupResult, TestStatus};
 use crate::grade::GradeResult;
 use crate::i18n::Lang;
 
@@ -65,11 +66,19 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
         x.push_str("    <properties>\n");
         let protection = &result.protection;
         let layers = protection.layers.join(",");
+        let score = format_points(g.score(result.partial_credit));
+        let max = format_points(g.max());
+        let grade_score = format_points(result.score());
+        let grade_max = format_points(result.max());
         for (name, value) in [
             ("lab", g.group.lab.as_str()),
             ("name", g.group.name.get(lang)),
             ("name.zh", g.group.name.zh.as_str()),
             ("optional", if g.group.optional { "true" } else { "false" }),
+            ("score", &score),
+            ("max", &max),
+            ("grade.score", &grade_score),
+            ("grade.max", &grade_max),
             (
                 "sandbox.active",
                 if protection.active { "true" } else { "false" },

@@ -1,6 +1,7 @@
 //! Renders one [`GradeResult`](crate::grade::GradeResult) three ways: for a person ([`human`]), for a
 //! program ([`json`]) and for CI ([`junit`]); plus the progress spinner shown while grading.
 
+pub mod gradescope;
 pub mod human;
 pub mod json;
 pub mod junit;
@@ -19,6 +20,17 @@ use crate::i18n::Lang;
 pub fn emit(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+/// Reports bad input: on stderr for a person, and, when the command was asked for a document
+/// (`--format json` or `gradescope`), also as exactly one such document on stdout.
+pub fn bad_input(error: &crate::error::UserError, lang: Lang, format: Option<Format>) {
+    eprintln!("{}: {error}", lang.t("error-prefix", &[]));
+    match format {
+        Some(Format::Json) => emit(&format!("{}\n", json::ErrorDocument::new(error).render())),
+        Some(Format::Gradescope) => emit(&format!("{}\n", gradescope::render_error(error))),
+        Some(Format::Human) | None => {}
+    }
 }
 
 /// What the terminal allows.

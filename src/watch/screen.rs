@@ -496,6 +496,7 @@ mod tests {
                 })
                 .collect(),
             elapsed: Duration::from_millis(800),
+            partial_credit: false,
         }
     }
 

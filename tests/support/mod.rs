@@ -180,9 +180,12 @@ pub fn assert_schema(v: &Value) {
     };
     assert_eq!(
         keys(v),
-        ["version", "chapter", "status", "message", "warnings", "sandbox", "groups"]
-            .map(String::from)
-            .into(),
+        [
+            "version", "chapter", "status", "message", "warnings", "score", "max", "sandbox",
+            "groups",
+        ]
+        .map(String::from)
+        .into(),
         "{}",
         ctx()
     );
@@ -230,13 +233,54 @@ pub fn assert_schema(v: &Value) {
         if let Some(optional) = g.get("optional") {
             assert_eq!(optional, true, "optional appears only as true: {g:#}");
         }
+        let (score, max) = (g["score"].as_f64().unwrap(), g["max"].as_f64().unwrap());
+        assert_eq!(max, group_points(g["slug"].as_str().unwrap()), "{g:#}");
+        assert!((0.0..=max).contains(&score), "{g:#}");
+        if status == "pass" {
+            assert_eq!(score, max, "a passing group earns its points: {g:#}");
+        }
         let allowed: BTreeSet<String> = [
-            "slug", "name", "lab", "optional", "status", "passed", "total", "message", "tests",
+            "slug", "name", "lab", "optional", "status", "passed", "total", "score", "max",
+            "message", "tests",
         ]
         .map(String::from)
         .into();
         assert!(keys(g).is_subset(&allowed), "{g:#}");
     }
+    assert_points(v);
+}
+
+/// Checks a report's points: the maximum is the points of the groups that decide it, and the score is
+/// what the groups earned (an optional group's as a bonus), never past the maximum; nothing when the
+/// code did not build.
+fn assert_points(v: &Value) {
+    let groups = v["groups"].as_array().unwrap();
+    let all_optional = groups.iter().all(|g| g["optional"] == true);
+    let deciding = |g: &&Value| all_optional || g["optional"] != true;
+    let max: f64 = groups
+        .iter()
+        .filter(deciding)
+        .map(|g| g["max"].as_f64().unwrap())
+        .sum();
+    assert_eq!(v["max"].as_f64().unwrap(), max, "{v:#}");
+    let earned: f64 = groups.iter().map(|g| g["score"].as_f64().unwrap()).sum();
+    let score = v["score"].as_f64().unwrap();
+    assert!(
+        (score - earned.min(max)).abs() < 0.011,
+        "score {score} is not the groups' {earned} capped at {max}: {v:#}"
+    );
+}
+
+/// What group `slug` is worth, from the chapter's manifest.
+pub fn group_points(slug: &str) -> f64 {
+    chapter_manifest()["group"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["slug"].as_str() == Some(slug))
+        .unwrap_or_else(|| panic!("no group {slug} in chapter.toml"))["points"]
+        .as_integer()
+        .unwrap() as f64
 }
 
 /// The five required groups of chapter 07.
@@ -405,4 +449,56 @@ pub fn is_root() -> bool {
     {
         false
     }
+}
+
+/// The reference with mutant `name` of `mutants.toml` applied (each `find` replaced once, in order).
+pub fn mutant(name: &str) -> String {
+    let text = fs::read_to_string(chapter_dir().join("mutants.toml")).expect("mutants.toml");
+    let table: toml::Table = toml::from_str(&text).expect("mutants.toml parses");
+    let m = table["mutant"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no mutant {name}"));
+    let mut code = solution();
+    for edit in m["edit"].as_array().unwrap() {
+        let find = edit["find"].as_str().unwrap();
+        assert_eq!(code.matches(find).count(), 1, "mutant {name}");
+        code = code.replacen(find, edit["replace"].as_str().unwrap(), 1);
+    }
+    code
+}
+
+/// The skeleton as handed out (Chinese comments).
+pub fn skeleton() -> String {
+    fs::read_to_string(chapter_dir().join("skeleton/src/agent_loop.rs")).expect("the skeleton")
+}
+
+/// `pi-course grade-class SUBMISSIONS --out RESULTS ARGS`, run in `cwd`.
+pub fn grade_class(cwd: &Path, submissions: &Path, results: &Path, args: &[&str]) -> Output {
+    pi_course(cwd)
+        .arg("grade-class")
+        .arg(submissions)
+        .arg("--out")
+        .arg(results)
+        .args(args)
+        .output()
+        .expect("run pi-course grade-class")
+}
+
+/// A class's `summary.json`.
+pub fn class_summary(results: &Path) -> Value {
+    let text = fs::read_to_string(results.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary.json parses")
+}
+
+/// The summary's row for learner `name`.
+pub fn learner_row<'a>(summary: &'a Value, name: &str) -> &'a Value {
+    summary["learners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no learner {name} in {summary:#}"))
 }

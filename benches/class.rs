@@ -1,0 +1,278 @@
+//! A class graded whole, measured: `cargo bench --bench class`.
+//!
+//! Generates a class of 200 submissions (`BENCH_CLASS_SIZE`): correct loops (the reference and the
+//! other correct loops of `alternatives/`), untouched skeletons (Chinese and English), mutants (every
+//! deliberate bug of `mutants.toml` in turn) and loops that do not compile; as single files, folders and
+//! practice directories. Every file is made unique, as a class's are, so each one is built. Then grades
+//! it with `pi-course grade-class` at `--jobs 1`, 2 and the number of cores, each into fresh results (so
+//! nothing is skipped) over one warm cache, and prints submissions per minute (ratios from this one run),
+//! the cache's size on disk, and where the time goes: seconds per learner by kind, and the stages of one
+//! grade. Not a test: nothing here asserts a time.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_pi-course");
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+fn cache() -> PathBuf {
+    std::env::var_os("PI_COURSE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("pi-course-cache"))
+}
+
+fn chapter(rel: &str) -> PathBuf {
+    Path::new(REPO).join("chapters/07-agent-loop").join(rel)
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every mutant of `mutants.toml`, applied to the reference.
+fn mutants(reference: &str) -> Vec<String> {
+    let table: toml::Table = toml::from_str(&read(&chapter("mutants.toml"))).unwrap();
+    table["mutant"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let mut code = reference.to_string();
+            for edit in m["edit"].as_array().unwrap() {
+                code = code.replacen(
+                    edit["find"].as_str().unwrap(),
+                    edit["replace"].as_str().unwrap(),
+                    1,
+                );
+            }
+            code
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Correct,
+    Skeleton,
+    Mutant,
+    CompileError,
+}
+
+/// Writes the class into `subs` and returns each learner's kind.
+fn generate(subs: &Path, size: usize) -> BTreeMap<String, Kind> {
+    let reference = read(&chapter("solution/src/agent_loop.rs"));
+    let mut correct = vec![reference.clone()];
+    let mut alternatives: Vec<PathBuf> = fs::read_dir(chapter("alternatives"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    alternatives.sort();
+    correct.extend(alternatives.iter().map(|p| read(p)));
+    let skeletons = [
+        read(&chapter("skeleton/src/agent_loop.rs")),
+        read(&chapter("skeleton.en/src/agent_loop.rs")),
+    ];
+    let mutants = mutants(&reference);
+    let mut kinds = BTreeMap::new();
+    for i in 0..size {
+        // A quarter correct, a quarter skeletons, a third mutants, the rest do not compile.
+        let (kind, code) = match i % 12 {
+            0..=2 => (Kind::Correct, correct[i % correct.len()].clone()),
+            3..=5 => (Kind::Skeleton, skeletons[i % 2].clone()),
+            6..=9 => (Kind::Mutant, mutants[i % mutants.len()].clone()),
+            _ => (
+                Kind::CompileError,
+                format!("{}\nfn unfinished( {{\n", correct[i % correct.len()]),
+            ),
+        };
+        // Unique, as every learner's file is.
+        let code = format!("{code}\n// learner {i}\n");
+        let name = format!("learner-{i:03}");
+        match i % 10 {
+            0 => {
+                let status = Command::new(BIN)
+                    .args(["practice", "07"])
+                    .arg(subs.join(&name))
+                    .stdout(Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+                fs::write(subs.join(&name).join("src/agent_loop.rs"), code).unwrap();
+            }
+            1..=3 => {
+                fs::create_dir_all(subs.join(&name)).unwrap();
+                fs::write(subs.join(&name).join("agent_loop.rs"), code).unwrap();
+            }
+            _ => fs::write(subs.join(format!("{name}.rs")), code).unwrap(),
+        }
+        kinds.insert(name, kind);
+    }
+    kinds
+}
+
+/// Grades the class at `jobs`; returns the wall time and the summary.
+fn grade_class(subs: &Path, out: &Path, jobs: usize) -> (Duration, serde_json::Value) {
+    let started = Instant::now();
+    let output = Command::new(BIN)
+        .arg("grade-class")
+        .arg(subs)
+        .arg("--out")
+        .arg(out)
+        .args(["--jobs", &jobs.to_string(), "--lang", "en"])
+        .env("PI_COURSE_CACHE", cache())
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .expect("run grade-class");
+    let took = started.elapsed();
+    assert!(
+        output.status.code() == Some(0),
+        "grade-class --jobs {jobs} failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let summary = serde_json::from_str(&read(&out.join("summary.json"))).unwrap();
+    (took, summary)
+}
+
+/// The bytes `dir` takes on disk (allocated blocks, so sparse and shared files count as they are stored).
+fn disk_usage(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            total += meta.blocks() * 512;
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    total
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+fn main() {
+    let size: usize = std::env::var("BENCH_CLASS_SIZE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(200);
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let tmp = tempfile::Builder::new()
+        .prefix("bench-class-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let subs = tmp.path().join("submissions");
+    fs::create_dir(&subs).unwrap();
+    let kinds = generate(&subs, size);
+    let count = |k: Kind| kinds.values().filter(|&&v| v == k).count();
+    println!(
+        "class: {size} submissions ({} correct, {} skeletons, {} mutants, {} compile errors), {cores} cores",
+        count(Kind::Correct),
+        count(Kind::Skeleton),
+        count(Kind::Mutant),
+        count(Kind::CompileError)
+    );
+
+    // Warm the cache: the dependencies compile once per machine, not per class.
+    let warm = tmp.path().join("warm");
+    let status = Command::new(BIN)
+        .args(["practice", "07"])
+        .arg(&warm)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let _ = Command::new(BIN)
+        .args(["grade", "--format", "json"])
+        .arg(&warm)
+        .env("PI_COURSE_CACHE", cache())
+        .output();
+
+    let mut jobs_list = vec![1, 2, cores];
+    jobs_list.dedup();
+    let mut per_minute = Vec::new();
+    let mut first_summary = None;
+    for &jobs in &jobs_list {
+        let out = tmp.path().join(format!("results-{jobs}"));
+        let (took, summary) = grade_class(&subs, &out, jobs);
+        let rate = size as f64 / took.as_secs_f64() * 60.0;
+        println!(
+            "--jobs {jobs}: {size} submissions in {:.1} s = {rate:.1} submissions/minute",
+            took.as_secs_f64()
+        );
+        per_minute.push((jobs, rate));
+        first_summary.get_or_insert(summary);
+    }
+    if let [(_, one), rest @ ..] = per_minute.as_slice() {
+        for (jobs, rate) in rest {
+            println!("  --jobs {jobs} / --jobs 1: {:.2}x", rate / one);
+        }
+    }
+    println!(
+        "cache on disk: {} in all; --jobs {cores} uses {} build slots, each:",
+        mib(disk_usage(&cache())),
+        cores.max(2)
+    );
+    for key in fs::read_dir(cache().join("target")).unwrap().flatten() {
+        let mut slots: Vec<PathBuf> = fs::read_dir(key.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        slots.sort();
+        for slot in slots {
+            println!(
+                "  {}: {}",
+                slot.strip_prefix(cache()).unwrap().display(),
+                mib(disk_usage(&slot))
+            );
+        }
+    }
+
+    // Where the time goes: a learner's seconds by kind (at --jobs 1, one grade at a time)...
+    let summary = first_summary.unwrap();
+    let mut by_kind: BTreeMap<Kind, Vec<f64>> = BTreeMap::new();
+    for row in summary["learners"].as_array().unwrap() {
+        let kind = kinds[row["name"].as_str().unwrap()];
+        by_kind
+            .entry(kind)
+            .or_default()
+            .push(row["seconds"].as_f64().unwrap());
+    }
+    println!("seconds per learner at --jobs 1 (mean, max):");
+    for (kind, secs) in &by_kind {
+        let mean = secs.iter().sum::<f64>() / secs.len() as f64;
+        let max = secs.iter().cloned().fold(0.0, f64::max);
+        println!(
+            "  {kind:?}: {mean:.2} s, {max:.2} s ({} learners)",
+            secs.len()
+        );
+    }
+    // ...and the stages of one grade of a fresh file (PI_COURSE_TRACE prints when each stage starts).
+    let reference = read(&chapter("solution/src/agent_loop.rs"));
+    fs::write(
+        warm.join("src/agent_loop.rs"),
+        format!("{reference}\n// traced\n"),
+    )
+    .unwrap();
+    let traced = Command::new(BIN)
+        .args(["grade", "--format", "json"])
+        .arg(&warm)
+        .env("PI_COURSE_CACHE", cache())
+        .env("PI_COURSE_TRACE", "1")
+        .output()
+        .unwrap();
+    println!("one grade of a new file, stage by stage (the time each starts):");
+    for line in String::from_utf8_lossy(&traced.stderr).lines() {
+        println!("  {line}");
+    }
+}

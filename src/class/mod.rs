@@ -1,0 +1,658 @@
+//! `pi-course grade-class SUBMISSIONS --out RESULTS`: grade every learner of a class, in parallel.
+//!
+//! Each entry of SUBMISSIONS is one learner (see [`entries`]). A practice directory is graded as it is,
+//! read only; a submitted file is put, as the editable file, into a practice directory made for it in a
+//! temporary place, exactly as `pi-course practice` makes one. Each learner is graded by
+//! [`grade::grade`], the pipeline `grade` runs, so each gets what every grade gets: a build slot of its
+//! own, the sandbox, a fresh verdict key, its own timeouts.
+//!
+//! **Tasks, not processes.** The grades run as tasks on this process's one runtime thread, `--jobs` at
+//! once. Learner code never runs in this process: every build and every test is already a sandboxed
+//! process group of its own, so a grader process per learner would add no boundary that learner code
+//! could cross. One process keeps every child in one registry, so Ctrl-C stops them all at once, and it
+//! spawns every child from the thread that lives as long as the class (children die with it). A grade
+//! that panicked is caught as its task's failure: that learner's row says so, the others go on.
+//!
+//! **Results** (see [`summary`]): `learners/<name>.json` (the grade's JSON report), `.xml` (JUnit) and
+//! `.html` (the learner's page) as each learner finishes, then `summary.json` and `summary.csv` again;
+//! `index.html` when the class is done. Every file is written to a temporary sibling and renamed, on the
+//! runtime thread between two awaits, so an interrupt (handled on that same thread) never finds one half
+//! written: Ctrl-C keeps every finished learner and leaves no partial file.
+//!
+//! **Resuming.** A learner whose file has the sha256 of their row in the earlier summary, graded by this
+//! pi-course version for the same chapter and language, keeps that row (`--force` grades everyone again).
+//!
+//! **Exit status**: 0 when every learner got a verdict (pass or fail, a compile error included); 1 when
+//! some could not be graded (an entry that is not a submission, an unreadable file, the build cache or
+//! cargo failing); 2 for bad input; 130 when interrupted.
+
+mod entries;
+mod html;
+mod progress;
+pub mod summary;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+
+use crate::catalog::{Catalog, Chapter};
+use crate::cli::{ClassArgs, Format};
+use crate::error::{Result, UserError};
+use crate::grade::last::write_atomically;
+use crate::grade::outcome::{format_points, Problem};
+use crate::grade::{self, GradeOptions, GradeResult};
+use crate::i18n::Lang;
+use crate::metadata::Practice;
+use crate::report;
+use crate::{cache, practice};
+
+use entries::{Entry, Shape};
+use summary::{LearnerFiles, Row, Summary};
+
+/// What to do for one learner.
+enum Work {
+    /// Unchanged since the earlier run: keep its row.
+    Keep(Box<Row>),
+    Grade(Source),
+}
+
+/// Where a learner's code comes from.
+enum Source {
+    Practice(PathBuf),
+    File(PathBuf, entries::Read),
+    /// Nothing that can be graded: why.
+    Not(String),
+}
+
+struct Plan {
+    name: String,
+    sha256: String,
+    work: Work,
+}
+
+/// What every learner's grade shares.
+struct Class {
+    catalog: Catalog,
+    chapter: Chapter,
+    opts: GradeOptions,
+    lang: Lang,
+    out: PathBuf,
+    /// Practice directories made for submitted files live here while graded.
+    scratch: PathBuf,
+}
+
+/// What the grades report back as they finish.
+struct Progress {
+    summary: Summary,
+    rows: BTreeMap<String, Row>,
+    bar: progress::Bar,
+    /// Results that could not be written: (file, error).
+    unwritten: Vec<(String, String)>,
+}
+
+pub fn run(catalog: &Catalog, lang: Lang, args: ClassArgs) -> Result<ExitCode> {
+    if args.format == Format::Gradescope {
+        return Err(UserError::new(lang.t("class-bad-format", &[]))
+            .with_fix(lang.t("class-bad-format-fix", &[])));
+    }
+    let chapter = catalog.chapter(&args.chapter).cloned().ok_or_else(|| {
+        UserError::new(lang.t("class-unknown-chapter", &[("chapter", &args.chapter)])).with_fix(
+            lang.t(
+                "fix-practice-known-chapters",
+                &[("chapters", &chapter_list(catalog, lang))],
+            ),
+        )
+    })?;
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let jobs = args.jobs.unwrap_or(cores);
+    if jobs == 0 {
+        return Err(UserError::new(lang.t("class-bad-jobs", &[])));
+    }
+    if !args.submissions.is_dir() {
+        return Err(UserError::new(
+            lang.t("class-not-a-dir", &[("dir", &args.submissions.display())]),
+        )
+        .with_fix(lang.t("class-submissions-fix", &[])));
+    }
+    check_out(&args.out, &args.submissions, lang)?;
+    let entries = entries::scan(&args.submissions, &chapter, lang)?;
+    let mut opts = GradeOptions::from_args(&args.limits, lang)?;
+    opts.record_last_grade = false;
+    opts.slots = jobs.max(cache::SLOTS);
+    opts.grades_at_once = jobs;
+    opts.jobs = cores;
+
+    let fresh = Summary::new(&chapter, lang);
+    let earlier = Summary::load(&args.out).filter(|s| !args.force && s.reusable_by(&fresh));
+    let plans: Vec<Plan> = entries
+        .into_iter()
+        .map(|e| plan(e, &chapter, lang, earlier.as_ref(), &args.out))
+        .collect();
+
+    let unwritable = |e: std::io::Error| {
+        UserError::new(lang.t(
+            "class-out-unwritable",
+            &[("out", &args.out.display()), ("error", &e)],
+        ))
+    };
+    fs::create_dir_all(args.out.join(LearnerFiles::DIR)).map_err(unwritable)?;
+    let scratch = tempfile::Builder::new()
+        .prefix("pi-course-class-")
+        .tempdir()
+        .map_err(|e| {
+            UserError::new(lang.t("grade-io-failed", &[("what", &"TMPDIR"), ("error", &e)]))
+        })?;
+    // Everything temporary of this run goes in one place, which an interrupt removes whole: the practice
+    // directories made for submitted files and each test process's scratch directory. Set while this
+    // process has one thread, before the runtime starts.
+    std::env::set_var("TMPDIR", scratch.path());
+
+    let mut kept = BTreeMap::new();
+    let mut to_grade = Vec::new();
+    for plan in plans {
+        match plan.work {
+            Work::Keep(row) => {
+                kept.insert(plan.name, *row);
+            }
+            Work::Grade(source) => to_grade.push((plan.name, plan.sha256, source)),
+        }
+    }
+    let to_grade = in_build_order(to_grade, &chapter, lang);
+    let skipped = kept.len();
+    let graded_now = to_grade.len();
+    let live = std::io::stderr().is_terminal();
+    let state = Rc::new(RefCell::new(Progress {
+        summary: fresh,
+        rows: kept,
+        bar: progress::Bar::new(lang, live, graded_now),
+        unwritten: Vec::new(),
+    }));
+    save_summary(&args.out, &mut state.borrow_mut());
+
+    let class = Rc::new(Class {
+        catalog: catalog.clone(),
+        chapter: chapter.clone(),
+        opts,
+        lang,
+        out: args.out.clone(),
+        scratch: scratch.path().to_path_buf(),
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| UserError::new(e.to_string()))?;
+    let local = tokio::task::LocalSet::new();
+    runtime.block_on(local.run_until(grade_all(
+        class.clone(),
+        state.clone(),
+        to_grade,
+        jobs,
+        live,
+    )));
+    drop(scratch);
+
+    let mut state = state.borrow_mut();
+    state.bar.clear();
+    let summary = state.summary.clone();
+    let reports: BTreeMap<String, serde_json::Value> = summary
+        .learners
+        .iter()
+        .filter_map(|r| {
+            let text = fs::read_to_string(args.out.join(&r.report)).ok()?;
+            Some((r.name.clone(), serde_json::from_str(&text).ok()?))
+        })
+        .collect();
+    match html::index(&summary, &reports, lang, chapter.title.get(lang)) {
+        Ok(page) => write_result(
+            &args.out,
+            "index.html",
+            page.as_bytes(),
+            &mut state.unwritten,
+        ),
+        Err(e) => state.unwritten.push(("index.html".into(), e)),
+    }
+    let not_graded: Vec<&Row> = summary.learners.iter().filter(|r| !r.graded).collect();
+    match args.format {
+        Format::Json => report::emit(&format!("{}\n", summary.to_json())),
+        _ => report::emit(&human_summary(
+            &summary, lang, skipped, graded_now, &args.out,
+        )),
+    }
+    for (file, error) in &state.unwritten {
+        eprintln!(
+            "{}: {}",
+            lang.t("error-prefix", &[]),
+            lang.t("class-report-failed", &[("file", file), ("error", error)])
+        );
+    }
+    Ok(if not_graded.is_empty() && state.unwritten.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn chapter_list(catalog: &Catalog, lang: Lang) -> String {
+    catalog
+        .chapters
+        .iter()
+        .map(|c| format!("  {}  {}", c.id, c.title.get(lang)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `--out` must be outside SUBMISSIONS (and not hold it), and be new, empty, or an earlier run's results.
+fn check_out(out: &Path, submissions: &Path, lang: Lang) -> Result<()> {
+    let shown = out.display();
+    let subs = fs::canonicalize(submissions).unwrap_or_else(|_| submissions.to_path_buf());
+    let absolute = match fs::canonicalize(out) {
+        Ok(path) => path,
+        Err(_) => {
+            let parent = match out.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            let Ok(parent) = fs::canonicalize(&parent).and_then(|p| {
+                if p.is_dir() {
+                    Ok(p)
+                } else {
+                    Err(std::io::ErrorKind::NotADirectory.into())
+                }
+            }) else {
+                return Err(UserError::new(
+                    lang.t("class-out-parent-missing", &[("parent", &parent.display())]),
+                )
+                .with_fix(lang.t(
+                    "fix-practice-parent-missing",
+                    &[("parent", &parent.display())],
+                )));
+            };
+            parent.join(out.file_name().unwrap_or_default())
+        }
+    };
+    let suggestion = || {
+        let name = subs
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "submissions".into());
+        subs.parent()
+            .unwrap_or(Path::new("."))
+            .join(format!("{name}-results"))
+            .display()
+            .to_string()
+    };
+    if absolute.starts_with(&subs) {
+        return Err(UserError::new(lang.t(
+            "class-out-inside",
+            &[("out", &shown), ("dir", &submissions.display())],
+        ))
+        .with_fix(lang.t("class-out-fix", &[("suggestion", &suggestion())])));
+    }
+    if subs.starts_with(&absolute) {
+        return Err(UserError::new(lang.t(
+            "class-out-contains",
+            &[("out", &shown), ("dir", &submissions.display())],
+        ))
+        .with_fix(lang.t("class-out-fix", &[("suggestion", &suggestion())])));
+    }
+    match fs::metadata(out) {
+        Err(_) => Ok(()),
+        Ok(meta) if !meta.is_dir() => Err(UserError::new(
+            lang.t("class-out-not-dir", &[("out", &shown)]),
+        )
+        .with_fix(lang.t("class-out-new-fix", &[]))),
+        Ok(_) => {
+            let empty = fs::read_dir(out)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if empty || Summary::load(out).is_some() {
+                Ok(())
+            } else {
+                Err(
+                    UserError::new(lang.t("class-out-not-results", &[("out", &shown)]))
+                        .with_fix(lang.t("class-out-new-fix", &[])),
+                )
+            }
+        }
+    }
+}
+
+/// Reads a learner's file and decides whether their earlier result still holds.
+fn plan(
+    entry: Entry,
+    chapter: &Chapter,
+    lang: Lang,
+    earlier: Option<&Summary>,
+    out: &Path,
+) -> Plan {
+    let (sha256, source) = match entry.shape {
+        Shape::Practice => (
+            entries::practice_sha256(&entry.path, chapter),
+            Source::Practice(entry.path),
+        ),
+        Shape::File(path) => match entries::read_file(&path, lang) {
+            Ok(read) => (read.sha256.clone(), Source::File(path, read)),
+            Err(reason) => (String::new(), Source::Not(reason)),
+        },
+        Shape::Malformed(reason) => (String::new(), Source::Not(reason)),
+    };
+    let kept = earlier
+        .and_then(|s| s.learners.iter().find(|r| r.name == entry.name))
+        .filter(|r| {
+            r.graded && !sha256.is_empty() && r.sha256 == sha256 && out.join(&r.report).is_file()
+        });
+    Plan {
+        name: entry.name,
+        sha256,
+        work: match kept {
+            Some(row) => Work::Keep(Box::new(row.clone())),
+            None => Work::Grade(source),
+        },
+    }
+}
+
+/// Orders the learners so that similar files are graded one after another: by how much of each file is
+/// still the skeleton, then by name. A build slot then mostly builds a file close to the one it built last,
+/// and an incremental build of a close file costs a fraction of one of a different file (the build is most
+/// of a learner's time).
+fn in_build_order(
+    learners: Vec<(String, String, Source)>,
+    chapter: &Chapter,
+    lang: Lang,
+) -> Vec<(String, String, Source)> {
+    let skeleton: Vec<u8> = chapter
+        .skeleton_files_in(lang)
+        .first()
+        .map(|f| f.bytes.to_vec())
+        .unwrap_or_default();
+    let share = |source: &Source| -> usize {
+        let bytes = match source {
+            Source::File(_, read) => read.bytes.clone(),
+            Source::Practice(dir) => fs::read(dir.join(&chapter.editable[0])).unwrap_or_default(),
+            Source::Not(_) => return 0,
+        };
+        let lines = bytes.split(|&c| c == b'\n').count().max(1);
+        cache::shared_lines(&skeleton, &bytes) * 1000 / lines
+    };
+    let mut keyed: Vec<(usize, (String, String, Source))> =
+        learners.into_iter().map(|l| (share(&l.2), l)).collect();
+    keyed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1 .0.cmp(&b.1 .0)));
+    keyed.into_iter().map(|(_, l)| l).collect()
+}
+
+/// Grades every learner, `jobs` at once, in build order (see [`in_build_order`]). On a cold cache the first learner is graded
+/// alone (it compiles the dependencies); then every slot the class uses is seeded from a built one, so
+/// no two grades compile the dependencies at once.
+async fn grade_all(
+    class: Rc<Class>,
+    state: Rc<RefCell<Progress>>,
+    learners: Vec<(String, String, Source)>,
+    jobs: usize,
+    live: bool,
+) {
+    let scratch = class.scratch.clone();
+    let out = class.out.clone();
+    let interrupted = class
+        .lang
+        .t("class-interrupted", &[("out", &out.display())]);
+    if let Err(e) = crate::process::install_signal_handlers(move || {
+        if live {
+            eprint!("\r\x1b[2K");
+        }
+        let _ = fs::remove_dir_all(&scratch);
+        eprintln!("{interrupted}");
+    }) {
+        eprintln!("pi-course: cannot watch for Ctrl-C: {e}");
+    }
+    let ticker = live.then(|| {
+        let state = state.clone();
+        tokio::task::spawn_local(async move {
+            let mut interval = tokio::time::interval(std::time::Duration::from_millis(500));
+            loop {
+                interval.tick().await;
+                state.borrow().bar.tick();
+            }
+        })
+    });
+
+    let key = cache::build_key(&class.chapter);
+    let built = cache::ensure_built(&class.opts.cache, &key, class.opts.slots).unwrap_or(0);
+    let mut queue = learners.into_iter().enumerate();
+    if built == 0 && queue.len() > 1 {
+        if let Some((i, (name, sha, source))) = queue.next() {
+            if !live {
+                eprintln!("{}", class.lang.t("class-warming", &[]));
+            }
+            let result = grade_one(&class, i, source).await;
+            finish(&class, &state, &name, &sha, result);
+            let _ = cache::ensure_built(&class.opts.cache, &key, class.opts.slots);
+        }
+    }
+    let permits = Rc::new(tokio::sync::Semaphore::new(jobs));
+    let mut tasks = Vec::new();
+    for (i, (name, sha, source)) in queue {
+        let (class, state, permits) = (class.clone(), state.clone(), permits.clone());
+        let task = tokio::task::spawn_local({
+            let class = class.clone();
+            async move {
+                let _permit = permits.acquire().await.expect("never closed");
+                grade_one(&class, i, source).await
+            }
+        });
+        tasks.push(async move {
+            let result = match task.await {
+                Ok(result) => result,
+                Err(e) => crashed(&class, &e.to_string()),
+            };
+            finish(&class, &state, &name, &sha, result);
+        });
+    }
+    futures_join(tasks).await;
+    if let Some(ticker) = ticker {
+        ticker.abort();
+    }
+}
+
+/// Awaits every future, each making progress as its task does.
+async fn futures_join(tasks: Vec<impl std::future::Future<Output = ()> + 'static>) {
+    let handles: Vec<_> = tasks.into_iter().map(tokio::task::spawn_local).collect();
+    for handle in handles {
+        let _ = handle.await;
+    }
+}
+
+/// A grade whose task failed (a bug): no verdict, and the row says so.
+fn crashed(class: &Class, error: &str) -> GradeResult {
+    grade::not_graded(
+        &class.chapter,
+        &class.chapter.groups,
+        &class.opts,
+        Problem::NotASubmission {
+            reason: class.lang.t("class-grade-crashed", &[("error", &error)]),
+        },
+    )
+}
+
+/// Grades one learner. Never fails: whatever goes wrong is in the result.
+async fn grade_one(class: &Class, index: usize, source: Source) -> GradeResult {
+    let lang = class.lang;
+    let chapter = &class.chapter;
+    let not = |reason: String| {
+        grade::not_graded(
+            chapter,
+            &chapter.groups,
+            &class.opts,
+            Problem::NotASubmission { reason },
+        )
+    };
+    match source {
+        Source::Not(reason) => not(reason),
+        Source::Practice(dir) => {
+            let practice = match Practice::open(&class.catalog, lang, &dir) {
+                Ok(p) => p,
+                Err(e) => return not(lang.t("class-entry-not-practice", &[("error", &e.problem)])),
+            };
+            if practice.chapter.id != chapter.id {
+                return not(lang.t(
+                    "class-entry-wrong-chapter",
+                    &[("found", &practice.chapter.id), ("chapter", &chapter.id)],
+                ));
+            }
+            grade::grade(&practice, &chapter.groups, &class.opts, &|_| {}).await
+        }
+        Source::File(path, read) => {
+            let dir = class.scratch.join(index.to_string());
+            let made = practice::write_files(&dir, chapter, lang, &[])
+                .and_then(|()| fs::write(dir.join(&chapter.editable[0]), &read.bytes));
+            let practice = made
+                .map_err(|e| e.to_string())
+                .and_then(|()| Practice::open(&class.catalog, lang, &dir).map_err(|e| e.problem));
+            let result = match practice {
+                Ok(mut practice) => {
+                    practice
+                        .shown_as
+                        .insert(chapter.editable[0].clone(), path.display().to_string());
+                    grade::grade(&practice, &chapter.groups, &class.opts, &|_| {}).await
+                }
+                Err(error) => grade::not_graded(
+                    chapter,
+                    &chapter.groups,
+                    &class.opts,
+                    Problem::Io {
+                        what: dir.display().to_string(),
+                        error,
+                    },
+                ),
+            };
+            let _ = fs::remove_dir_all(&dir);
+            result
+        }
+    }
+}
+
+/// Writes a learner's reports and page, then the summaries with their row. Synchronous: nothing else runs
+/// on this thread meanwhile, the interrupt handler included.
+fn finish(
+    class: &Class,
+    state: &Rc<RefCell<Progress>>,
+    name: &str,
+    sha256: &str,
+    result: GradeResult,
+) {
+    let lang = class.lang;
+    let row = summary::row(name, &result, sha256, lang);
+    let mut state = state.borrow_mut();
+    let json = report::json::render(&result, lang);
+    write_result(
+        &class.out,
+        &row.report,
+        json.as_bytes(),
+        &mut state.unwritten,
+    );
+    let junit = report::junit::render(&result, lang);
+    write_result(
+        &class.out,
+        &row.junit,
+        junit.as_bytes(),
+        &mut state.unwritten,
+    );
+    let page = serde_json::from_str(&json)
+        .map_err(|e| e.to_string())
+        .and_then(|report| {
+            html::learner(
+                &row,
+                &report,
+                lang,
+                class.chapter.title.get(lang),
+                &class.chapter.id,
+            )
+        });
+    match page {
+        Ok(page) => write_result(&class.out, &row.page, page.as_bytes(), &mut state.unwritten),
+        Err(e) => state.unwritten.push((row.page.clone(), e)),
+    }
+    let line = lang.t(
+        "class-progress-line",
+        &[
+            ("name", &name),
+            ("status", &row.verdict_text(lang)),
+            ("score", &format_points(row.total)),
+            ("max", &format_points(row.max)),
+        ],
+    );
+    let passed = row.status == "pass";
+    state.rows.insert(name.to_string(), row);
+    save_summary(&class.out, &mut state);
+    state.bar.finished(passed, &line);
+}
+
+fn write_result(out: &Path, rel: &str, bytes: &[u8], unwritten: &mut Vec<(String, String)>) {
+    if let Err(e) = write_atomically(&out.join(rel), bytes) {
+        unwritten.push((out.join(rel).display().to_string(), e.to_string()));
+    }
+}
+
+fn save_summary(out: &Path, state: &mut Progress) {
+    state.summary.learners = state.rows.values().cloned().collect();
+    let json = state.summary.to_json();
+    let csv = state.summary.to_csv();
+    write_result(out, summary::JSON, json.as_bytes(), &mut state.unwritten);
+    write_result(out, summary::CSV, csv.as_bytes(), &mut state.unwritten);
+}
+
+fn human_summary(
+    summary: &Summary,
+    lang: Lang,
+    skipped: usize,
+    graded: usize,
+    out: &Path,
+) -> String {
+    let rows = &summary.learners;
+    let count = |verdict: &str| rows.iter().filter(|r| r.verdict() == verdict).count();
+    let average = if rows.is_empty() {
+        0.0
+    } else {
+        rows.iter().map(|r| r.total).sum::<f64>() / rows.len() as f64
+    };
+    let mut text = lang.t(
+        "class-summary",
+        &[
+            ("chapter", &summary.chapter),
+            ("learners", &rows.len()),
+            ("pass", &count("pass")),
+            ("fail", &count("fail")),
+            ("unbuilt", &count("unbuilt")),
+            ("ungraded", &count("ungraded")),
+            ("average", &format_points(average)),
+            ("max", &format_points(summary.max)),
+        ],
+    );
+    text.push('\n');
+    if skipped > 0 {
+        text.push_str(&lang.t(
+            "class-summary-skipped",
+            &[("graded", &graded), ("skipped", &skipped)],
+        ));
+        text.push('\n');
+    }
+    let not_graded: Vec<&Row> = rows.iter().filter(|r| !r.graded).collect();
+    if !not_graded.is_empty() {
+        text.push_str(&lang.t("class-summary-not-graded", &[]));
+        text.push('\n');
+        for r in not_graded {
+            text.push_str(&format!("  {}: {}\n", r.name, r.message));
+        }
+    }
+    text.push_str(&lang.t(
+        "class-summary-files",
+        &[("index", &out.join("index.html").display())],
+    ));
+    text.push('\n');
+    text
+}

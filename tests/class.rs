@@ -1,0 +1,725 @@
+//! `pi-course grade-class` on real classes: every shape of entry, attacks among them in both orders,
+//! summaries that match the per-learner reports, resuming, Ctrl-C, and bad input.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use support::*;
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("class-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
+/// The skeleton with `statement` run first thing in `run_agent_loop`.
+fn skeleton_starting_with(statement: &str) -> String {
+    let signature = "pub async fn run_agent_loop(options: AgentLoopOptions) -> AgentRunResult {\n";
+    let s = skeleton();
+    assert_eq!(s.matches(signature).count(), 1);
+    s.replacen(signature, &format!("{signature}    {statement}\n"), 1)
+}
+
+/// A loop that prints passing lines for every test and exits: it must forge nothing.
+fn forging() -> String {
+    skeleton_starting_with(
+        r#"println!("\ntest result: ok. 36 passed;"); eprintln!("test result: ok."); std::process::exit(0);"#,
+    )
+}
+
+/// The reference, first trying to overwrite or remove every test executable and build record in the
+/// shared cache, so that later grades would run its fake.
+fn poisoning() -> String {
+    let mut found = Vec::new();
+    let mut stack = vec![cache().join("target")];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                stack.push(path);
+            } else if name.starts_with("ch07-") || name.starts_with(".pi-course") {
+                found.push(format!("{:?}", path.display().to_string()));
+            }
+        }
+    }
+    let fake = "#!/bin/sh\\necho 'test result: ok. 1 passed;'\\n";
+    solution_starting_with(&format!(
+        r#"for path in [{}] {{ let _ = std::fs::write(path, "{fake}"); let _ = std::fs::remove_file(path); }}"#,
+        found.join(", ")
+    ))
+}
+
+/// Writes `text` to `path`, making its directory.
+fn put(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+/// A class with every shape of entry: the reference as a file, an untouched practice directory, a
+/// folder holding a buggy loop, a file that does not compile, and a forging and a poisoning submission
+/// named so they sort `attackers` ("aa" first, "zz" last). Returns the submissions folder and, by
+/// learner, the file graded.
+fn class(parent: &Path, attackers: &str) -> (PathBuf, BTreeMap<String, PathBuf>) {
+    let subs = parent.join("submissions");
+    fs::create_dir(&subs).unwrap();
+    let mut files = BTreeMap::new();
+    let mut file = |name: &str, rel: &str, text: &str| {
+        let path = subs.join(rel);
+        put(&path, text);
+        files.insert(name.to_string(), path);
+    };
+    file("reference", "reference.rs", &solution());
+    file(
+        "buggy",
+        "buggy/agent_loop.rs",
+        &mutant("tool-definitions-not-sent"),
+    );
+    file(
+        "broken",
+        "broken.rs",
+        &format!("{}\nfn broken( {{\n", solution()),
+    );
+    file(
+        &format!("{attackers}-forge"),
+        &format!("{attackers}-forge/src/agent_loop.rs"),
+        &forging(),
+    );
+    file(
+        &format!("{attackers}-poison"),
+        &format!("{attackers}-poison.rs"),
+        &poisoning(),
+    );
+    let untouched = practice_at(&subs, "untouched");
+    files.insert("untouched".into(), untouched.join("src/agent_loop.rs"));
+    (subs, files)
+}
+
+/// Every learner's report, by name, each checked against the grade's JSON schema.
+fn reports(results: &Path, summary: &Value) -> BTreeMap<String, Value> {
+    summary["learners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let path = results.join(row["report"].as_str().unwrap());
+            let report: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert_schema(&report);
+            (row["name"].as_str().unwrap().to_string(), report)
+        })
+        .collect()
+}
+
+/// Parses RFC 4180 CSV.
+fn parse_csv(text: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut row = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quoted, c) {
+            (true, '"') if chars.peek() == Some(&'"') => {
+                chars.next();
+                field.push('"');
+            }
+            (true, '"') => quoted = false,
+            (true, c) => field.push(c),
+            (false, '"') => quoted = true,
+            (false, ',') => row.push(std::mem::take(&mut field)),
+            (false, '\r') => {}
+            (false, '\n') => {
+                row.push(std::mem::take(&mut field));
+                rows.push(std::mem::take(&mut row));
+            }
+            (false, c) => field.push(c),
+        }
+    }
+    rows
+}
+
+/// Points as the CSV writes them.
+fn points(v: &Value) -> String {
+    let x = v.as_f64().unwrap();
+    let text = format!("{x:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The summaries agree with each other and with every learner's report and file.
+fn assert_summaries_match(results: &Path, files: &BTreeMap<String, PathBuf>) {
+    let summary = class_summary(results);
+    let reports = reports(results, &summary);
+    let rows = summary["learners"].as_array().unwrap();
+    let names: BTreeSet<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    let expected: BTreeSet<&str> = files.keys().map(String::as_str).collect();
+    assert!(
+        expected.is_subset(&names),
+        "{names:?} lacks some of {expected:?}"
+    );
+    for row in rows {
+        let name = row["name"].as_str().unwrap();
+        let report = &reports[name];
+        assert_eq!(row["status"], report["status"], "{name}");
+        assert_eq!(row["total"], report["score"], "{name}");
+        assert_eq!(row["max"], report["max"], "{name}");
+        assert_eq!(row["warnings"], report["warnings"], "{name}");
+        assert_eq!(
+            row["sandbox"] == "on",
+            report["sandbox"]["active"] == true,
+            "{name}"
+        );
+        let groups = report["groups"].as_array().unwrap();
+        let cells = row["groups"].as_array().unwrap();
+        assert_eq!(cells.len(), groups.len(), "{name}");
+        for (cell, group) in cells.iter().zip(groups) {
+            assert_eq!(cell["slug"], group["slug"], "{name}");
+            assert_eq!(cell["status"], group["status"], "{name}");
+            assert_eq!(cell["score"], group["score"], "{name}");
+            assert_eq!(cell["max"], group["max"], "{name}");
+        }
+        if let Some(file) = files.get(name) {
+            assert_eq!(
+                row["sha256"].as_str().unwrap(),
+                sha256(&fs::read(file).unwrap()),
+                "{name}"
+            );
+        }
+        for key in ["junit", "page"] {
+            assert!(
+                results.join(row[key].as_str().unwrap()).is_file(),
+                "{name}: {key}"
+            );
+        }
+        let xml = fs::read_to_string(results.join(row["junit"].as_str().unwrap())).unwrap();
+        roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+
+    // The CSV holds the same rows.
+    let csv = parse_csv(&fs::read_to_string(results.join("summary.csv")).unwrap());
+    let header = &csv[0];
+    assert_eq!(csv.len() - 1, rows.len());
+    for (line, row) in csv[1..].iter().zip(rows) {
+        let field = |column: &str| {
+            let i = header
+                .iter()
+                .position(|h| h == column)
+                .unwrap_or_else(|| panic!("no column {column}: {header:?}"));
+            line[i].as_str()
+        };
+        let name = row["name"].as_str().unwrap();
+        assert_eq!(field("name"), name);
+        assert_eq!(field("status"), row["status"].as_str().unwrap(), "{name}");
+        assert_eq!(field("total"), points(&row["total"]), "{name}");
+        assert_eq!(field("max"), points(&row["max"]), "{name}");
+        assert_eq!(field("build"), row["build"].as_str().unwrap(), "{name}");
+        assert_eq!(field("sandbox"), row["sandbox"].as_str().unwrap(), "{name}");
+        assert_eq!(field("sha256"), row["sha256"].as_str().unwrap(), "{name}");
+        assert_eq!(field("graded"), row["graded"].to_string(), "{name}");
+        assert!(field("seconds").parse::<f64>().is_ok(), "{name}");
+        let warnings: Vec<&str> = row["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w.as_str().unwrap())
+            .collect();
+        assert_eq!(field("warnings"), warnings.join(" | "), "{name}");
+        for cell in row["groups"].as_array().unwrap() {
+            let slug = cell["slug"].as_str().unwrap();
+            assert_eq!(field(slug), cell["status"].as_str().unwrap(), "{name}");
+            assert_eq!(
+                field(&format!("{slug} points")),
+                points(&cell["score"]),
+                "{name}"
+            );
+        }
+    }
+}
+
+/// The statuses of a report's groups, by slug.
+fn group_statuses(report: &Value) -> BTreeMap<String, String> {
+    report["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["slug"].as_str().unwrap().to_string(),
+                g["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// What each learner got is what they deserve, whatever the attackers did.
+fn assert_verdicts(results: &Path, attackers: &str) {
+    let summary = class_summary(results);
+    let reports = reports(results, &summary);
+    let row = |name: &str| learner_row(&summary, name).clone();
+
+    let reference = row("reference");
+    assert_eq!(
+        (reference["status"].as_str(), reference["total"].as_f64()),
+        (Some("pass"), Some(100.0)),
+        "{reference:#}"
+    );
+    assert_eq!(reference["build"], "ok");
+    assert_eq!(reference["graded"], true);
+
+    let untouched = row("untouched");
+    assert_eq!(untouched["status"], "fail", "{untouched:#}");
+    assert_eq!(untouched["total"].as_f64(), Some(0.0));
+    for cell in untouched["groups"].as_array().unwrap() {
+        assert_eq!(cell["status"], "fail", "{untouched:#}");
+    }
+
+    let buggy = row("buggy");
+    assert_eq!(buggy["status"], "fail", "{buggy:#}");
+    assert_eq!(
+        group_statuses(&reports["buggy"])["plain-stop"],
+        "fail",
+        "the mutant is caught by its group"
+    );
+
+    let broken = row("broken");
+    assert_eq!(
+        (
+            broken["status"].as_str(),
+            broken["build"].as_str(),
+            broken["graded"].as_bool()
+        ),
+        (Some("error"), Some("error"), Some(true)),
+        "{broken:#}"
+    );
+    assert!(
+        reports["broken"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("broken.rs:"),
+        "the compile error points at the submitted file: {:#}",
+        reports["broken"]
+    );
+
+    // The forger passes nothing; the poisoner's own grade ran, and nobody else was touched by it.
+    let forge = &reports[&format!("{attackers}-forge")];
+    assert_ne!(
+        forge["status"], "error",
+        "the forger built and ran: {forge:#}"
+    );
+    for group in forge["groups"].as_array().unwrap() {
+        for test in group["tests"].as_array().unwrap() {
+            assert_ne!(test["status"], "pass", "forged: {test:#}");
+        }
+    }
+    let poison = &reports[&format!("{attackers}-poison")];
+    assert_ne!(
+        poison["status"], "error",
+        "the poisoner built and ran: {poison:#}"
+    );
+    for (name, report) in &reports {
+        assert_eq!(
+            report["sandbox"]["active"], true,
+            "{name} was not sandboxed"
+        );
+    }
+}
+
+#[test]
+fn a_class_of_every_shape_gets_the_right_verdicts_whatever_order_the_attackers_come_in() {
+    for attackers in ["aa", "zz"] {
+        let dir = tmp();
+        let (subs, files) = class(dir.path(), attackers);
+        let before = tree(&subs);
+        let results = dir.path().join("results");
+        let out = grade_class(
+            dir.path(),
+            &subs,
+            &results,
+            &["--jobs", "2", "--lang", "en"],
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{attackers}: {}",
+            describe(&out)
+        );
+        assert!(
+            stdout(&out).contains("6 learners: 2 passed, 3 failed, 1 did not build, 0 could not"),
+            "{}",
+            describe(&out)
+        );
+        // Progress: one line per learner when stderr is not a terminal, with the count and the time left.
+        let err = stderr(&out);
+        for name in files.keys() {
+            assert!(
+                err.lines().any(|l| l.contains(&format!("] {name}: "))),
+                "{name}: {err}"
+            );
+        }
+        assert!(err.contains("[6/6]"), "{err}");
+        assert_eq!(tree(&subs), before, "the submissions were written to");
+        assert_summaries_match(&results, &files);
+        assert_verdicts(&results, attackers);
+        assert!(results.join("index.html").is_file());
+    }
+}
+
+#[test]
+fn the_class_verdicts_are_those_of_single_grades() {
+    let dir = tmp();
+    let subs = dir.path().join("submissions");
+    fs::create_dir(&subs).unwrap();
+    let loops = [
+        ("mutant-a", mutant("second-turn-end")),
+        ("mutant-b", mutant("partial-appended")),
+        ("skeleton-en", {
+            fs::read_to_string(chapter_dir().join("skeleton.en/src/agent_loop.rs")).unwrap()
+        }),
+    ];
+    for (name, code) in &loops {
+        put(&subs.join(format!("{name}.rs")), code);
+    }
+    let results = dir.path().join("results");
+    let out = grade_class(dir.path(), &subs, &results, &["--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let summary = class_summary(&results);
+    let reports = reports(&results, &summary);
+    let (_p, practice) = practice();
+    for (name, code) in &loops {
+        write_loop(&practice, code);
+        let (_, single) = grade_json(&practice, &[]);
+        assert_eq!(
+            group_statuses(&reports[*name]),
+            group_statuses(&single),
+            "{name}"
+        );
+        assert_eq!(reports[*name]["score"], single["score"], "{name}");
+    }
+}
+
+fn modified(path: &Path) -> SystemTime {
+    fs::metadata(path).unwrap().modified().unwrap()
+}
+
+#[test]
+fn a_second_run_skips_everyone_and_a_changed_file_is_graded_alone() {
+    let dir = tmp();
+    let subs = dir.path().join("submissions");
+    fs::create_dir(&subs).unwrap();
+    put(&subs.join("ann.rs"), &solution());
+    put(&subs.join("ben/agent_loop.rs"), &skeleton());
+    let cy = practice_at(&subs, "cy");
+    put(&subs.join("notes.txt"), "not a submission");
+    let results = dir.path().join("results");
+
+    let first = grade_class(dir.path(), &subs, &results, &["--lang", "en"]);
+    // notes.txt is one row that could not be graded: reported, not stopping the class, exit 1.
+    assert_eq!(first.status.code(), Some(1), "{}", describe(&first));
+    let summary = class_summary(&results);
+    let notes = learner_row(&summary, "notes.txt");
+    assert_eq!(
+        (notes["graded"].as_bool(), notes["build"].as_str()),
+        (Some(false), Some("none"))
+    );
+    assert!(
+        notes["message"].as_str().unwrap().contains(".rs"),
+        "{notes:#}"
+    );
+    assert!(stdout(&first).contains("notes.txt"), "{}", describe(&first));
+    let reports_of = |name: &str| results.join(format!("learners/{name}.json"));
+    let times: BTreeMap<&str, SystemTime> = ["ann", "ben", "cy"]
+        .into_iter()
+        .map(|n| (n, modified(&reports_of(n))))
+        .collect();
+
+    // Nothing changed: everyone who got a verdict is kept as is.
+    let second = grade_class(dir.path(), &subs, &results, &["--lang", "en"]);
+    assert!(
+        stdout(&second).contains("Graded 1 now, skipped 3"),
+        "{}",
+        describe(&second)
+    );
+    for (name, time) in &times {
+        assert_eq!(
+            modified(&reports_of(name)),
+            *time,
+            "{name} was graded again"
+        );
+    }
+    assert_eq!(class_summary(&results)["learners"], summary["learners"]);
+    // For a program: the summary itself on stdout.
+    let json = grade_class(
+        dir.path(),
+        &subs,
+        &results,
+        &["--format", "json", "--lang", "en"],
+    );
+    let printed: Value = serde_json::from_slice(&json.stdout).expect("one JSON document");
+    assert_eq!(printed["learners"], summary["learners"]);
+    assert_eq!(json.status.code(), Some(1), "notes.txt is still not graded");
+
+    // One learner changed their file: they alone are graded again.
+    write_loop(&cy, &solution());
+    let third = grade_class(dir.path(), &subs, &results, &["--lang", "en"]);
+    assert!(
+        stdout(&third).contains("Graded 2 now, skipped 2"),
+        "{}",
+        describe(&third)
+    );
+    let summary = class_summary(&results);
+    assert_eq!(learner_row(&summary, "cy")["status"], "pass");
+    assert_ne!(modified(&reports_of("cy")), times["cy"]);
+    for name in ["ann", "ben"] {
+        assert_eq!(modified(&reports_of(name)), times[name], "{name}");
+    }
+
+    // --force grades everyone again; another language is another set of results.
+    let forced = grade_class(dir.path(), &subs, &results, &["--lang", "en", "--force"]);
+    assert!(
+        !stdout(&forced).contains("skipped"),
+        "{}",
+        describe(&forced)
+    );
+    let chinese = grade_class(dir.path(), &subs, &results, &[]);
+    assert!(!stdout(&chinese).contains("跳过"), "{}", describe(&chinese));
+    let files = BTreeMap::from([
+        ("ann".to_string(), subs.join("ann.rs")),
+        ("ben".to_string(), subs.join("ben/agent_loop.rs")),
+        ("cy".to_string(), cy.join("src/agent_loop.rs")),
+    ]);
+    assert_summaries_match(&results, &files);
+}
+
+#[test]
+fn ctrl_c_keeps_every_finished_result_and_leaves_no_partial_file() {
+    let dir = tmp();
+    let subs = dir.path().join("submissions");
+    fs::create_dir(&subs).unwrap();
+    put(&subs.join("a-done.rs"), &solution());
+    put(
+        &subs.join("b-spins.rs"),
+        &solution_starting_with("loop { std::hint::spin_loop(); }"),
+    );
+    let results = dir.path().join("results");
+    let scratch = dir.path().join("tmp");
+    fs::create_dir(&scratch).unwrap();
+    let mut child = pi_course(dir.path())
+        .args(["grade-class", "submissions", "--out", "results"])
+        .args(["--jobs", "1", "--timeout", "120", "--lang", "en"])
+        .env("TMPDIR", &scratch)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Gate 1: the first learner is done (one line per learner on a stderr that is not a terminal).
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines
+        .by_ref()
+        .map(|l| l.unwrap())
+        .find(|l| l.starts_with("[1/2]"))
+        .expect("the first learner finished");
+    assert!(first.contains("a-done: passed"), "{first}");
+    // Gate 2: the second learner's tests are running (they spin until the timeout).
+    let seen = watch_children(&mut child, Duration::from_secs(600), |seen| {
+        seen.iter().any(|p| p.args.contains("ch07-"))
+    });
+    assert!(
+        seen.iter().any(|p| p.args.contains("ch07-")),
+        "no test process seen: {seen:#?}"
+    );
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status}");
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert!(rest.iter().any(|l| l.contains("Interrupted")), "{rest:#?}");
+    assert_groups_gone(&seen.iter().map(|p| p.pgid).collect());
+
+    // The finished learner is kept whole; nothing of the other, and no temporary file anywhere.
+    let summary = class_summary(&results);
+    let names: Vec<&str> = summary["learners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a-done"]);
+    reports(&results, &summary);
+    for (path, _) in tree(&results) {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            !name.starts_with('.') && !name.contains("tmp"),
+            "left behind: {}",
+            path.display()
+        );
+        assert!(!name.starts_with("b-spins"), "{}", path.display());
+    }
+    assert_eq!(
+        names_in(&scratch),
+        Vec::<String>::new(),
+        "the scratch directory was left"
+    );
+
+    // The same command again resumes: the finished learner is kept.
+    put(&subs.join("b-spins.rs"), &skeleton());
+    let again = grade_class(dir.path(), &subs, &results, &["--lang", "en"]);
+    assert_eq!(again.status.code(), Some(0), "{}", describe(&again));
+    assert!(
+        stdout(&again).contains("Graded 1 now, skipped 1"),
+        "{}",
+        describe(&again)
+    );
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    names(dir)
+}
+
+#[test]
+fn bad_input_exits_2_says_what_to_do_and_writes_nothing() {
+    let dir = tmp();
+    let root = dir.path();
+    let subs = root.join("submissions");
+    fs::create_dir(&subs).unwrap();
+    let results = root.join("results");
+
+    // An empty class.
+    fs::write(subs.join(".DS_Store"), "").unwrap();
+    let out = grade_class(root, &subs, &results, &["--lang", "en"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("holds no submission"),
+        "{}",
+        describe(&out)
+    );
+
+    // Two entries that are the same learner.
+    put(&subs.join("ann.rs"), &solution());
+    put(&subs.join("ann/agent_loop.rs"), &solution());
+    let out = grade_class(root, &subs, &results, &["--lang", "en"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(stderr(&out).contains("ann"), "{}", describe(&out));
+    assert!(stderr(&out).contains("rename"), "{}", describe(&out));
+    fs::remove_dir_all(subs.join("ann")).unwrap();
+
+    // Results inside the submissions, or the submissions inside the results.
+    let inside = subs.join("results");
+    let out = grade_class(root, &subs, &inside, &["--lang", "en"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("inside the submissions"),
+        "{}",
+        describe(&out)
+    );
+    assert!(stderr(&out).contains("--out"), "{}", describe(&out));
+    let out = grade_class(root, &subs, root, &["--lang", "en"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+
+    // A directory of something else is never written into.
+    let other = root.join("other");
+    put(&other.join("index.html"), "mine");
+    let out = grade_class(root, &subs, &other, &["--lang", "en"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert_eq!(
+        fs::read_to_string(other.join("index.html")).unwrap(),
+        "mine"
+    );
+
+    // No learner at all at once, and a chapter that does not exist.
+    for args in [["--jobs", "0"], ["--chapter", "99"]] {
+        let out = grade_class(root, &subs, &results, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+    }
+
+    // As JSON: one document on stdout.
+    let out = grade_class(root, &subs, &inside, &["--format", "json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["status"], "error");
+    assert!(doc["fix"].is_string(), "{doc:#}");
+
+    assert!(!results.exists(), "a refused class wrote its results");
+    assert!(!inside.exists());
+    assert_eq!(names(&subs), [".DS_Store", "ann.rs"]);
+}
+
+#[test]
+fn on_a_terminal_the_progress_bar_redraws_in_place() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let dir = tmp();
+    let subs = dir.path().join("submissions");
+    fs::create_dir(&subs).unwrap();
+    put(&subs.join("ann.rs"), &solution());
+    put(&subs.join("ben.rs"), &skeleton());
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty fills the two descriptors; the null name and settings pointers are allowed.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (master, slave) = unsafe { (fs::File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut child = pi_course(dir.path())
+        .args([
+            "grade-class",
+            "submissions",
+            "--out",
+            "results",
+            "--lang",
+            "en",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut master = master;
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        // Ends with EIO once the child, the only holder of the terminal, has exited.
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&seen).into_owned()
+    });
+    let status = child.wait().unwrap();
+    let screen = reader.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{screen}");
+    assert!(screen.contains("\r\x1b[2K"), "redrawn in place: {screen:?}");
+    assert!(screen.contains('█'), "a bar: {screen:?}");
+    assert!(screen.contains("2/2 · 1 not passed"), "{screen:?}");
+    for line in ["ann: passed 100/100", "ben: failed 0/100"] {
+        assert!(screen.contains(line), "{line}: {screen:?}");
+    }
+    assert!(
+        !screen.contains("[1/2]"),
+        "no log lines on a terminal: {screen:?}"
+    );
+}
