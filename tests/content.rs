@@ -204,28 +204,6 @@ fn is_cjk(c: char) -> bool {
     matches!(c, '\u{3000}'..='\u{303f}' | '\u{4e00}'..='\u{9fff}' | '\u{ff00}'..='\u{ffef}')
 }
 
-/// The reference with the edits of mutant `name` from mutants.toml applied.
-fn mutant(name: &str) -> String {
-    let text = std::fs::read_to_string(chapter_dir().join("mutants.toml")).unwrap();
-    let table: toml::Table = toml::from_str(&text).unwrap();
-    let found = table["mutant"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"].as_str() == Some(name))
-        .unwrap_or_else(|| panic!("no mutant {name}"));
-    let mut code = solution();
-    for edit in found["edit"].as_array().unwrap() {
-        let (find, replace) = (
-            edit["find"].as_str().unwrap(),
-            edit["replace"].as_str().unwrap(),
-        );
-        assert_eq!(code.matches(find).count(), 1, "{name}");
-        code = code.replacen(find, replace, 1);
-    }
-    code
-}
-
 /// The message of every failed test in `output`, as the harness prints it, without an assertion's values.
 fn test_messages(output: &str) -> Vec<String> {
     // The harness prints each failure as `---- <test> ----` and its message, up to a blank line; an

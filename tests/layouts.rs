@@ -14,24 +14,6 @@ use std::path::{Path, PathBuf};
 
 use support::*;
 
-/// Every file under `dir`, by `/`-separated path relative to it.
-fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_entry(|e| !(e.file_type().is_dir() && e.file_name() == "target"))
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_type().is_file())
-        .map(|e| {
-            let rel = e.path().strip_prefix(dir).unwrap();
-            let rel: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            (rel.join("/"), fs::read(e.path()).unwrap())
-        })
-        .collect()
-}
-
 /// A practice directory of layout 1, as that release made it, holding `code` as the loop.
 fn layout_1_directory(parent: &Path, code: &str) -> PathBuf {
     let manifest = chapter_manifest();
@@ -87,8 +69,7 @@ fn layout_1_directory(parent: &Path, code: &str) -> PathBuf {
     );
     let recorded = metadata["given"].as_table().unwrap();
     let own: Vec<String> = files_under(&chapter_dir().join("layouts/1"))
-        .into_iter()
-        .map(|(p, _)| p)
+        .into_keys()
         .collect();
     assert!(!own.is_empty());
     for (path, fingerprint) in recorded {

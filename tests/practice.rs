@@ -10,8 +10,8 @@ use std::process::Output;
 
 use sha2::{Digest, Sha256};
 use support::{
-    chapter_dir, chapter_manifest, describe, names, pi_course, practice_at, repo, run, stderr,
-    stdout, tree,
+    chapter_dir, chapter_manifest, describe, files_under, names, pi_course, practice_at, repo, run,
+    stderr, stdout, tree,
 };
 
 const METADATA: &str = ".pi-course/practice.toml";
@@ -46,40 +46,18 @@ fn manifest() -> Manifest {
     }
 }
 
-/// Every file under `dir` in the repository by `/`-separated relative path (build output skipped, as the
-/// build script skips it).
-fn repo_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    if !dir.is_dir() {
-        return BTreeMap::new();
-    }
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_entry(|e| !(e.file_type().is_dir() && e.file_name() == "target"))
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_type().is_file())
-        .map(|e| {
-            let rel = e.path().strip_prefix(dir).unwrap();
-            let rel: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            (rel.join("/"), fs::read(e.path()).unwrap())
-        })
-        .collect()
-}
-
 /// The given files: the snapshot, overridden by the chapter's own files, without the editable ones.
 fn expected_given() -> BTreeMap<String, Vec<u8>> {
     let m = manifest();
     // The test harness every chapter gets, under harness/.
-    let mut files: BTreeMap<String, Vec<u8>> = repo_files(&repo().join("harness"))
+    let mut files: BTreeMap<String, Vec<u8>> = files_under(&repo().join("harness"))
         .into_iter()
         .map(|(path, bytes)| (format!("harness/{path}"), bytes))
         .collect();
     if let Some(s) = &m.snapshot {
-        files.extend(repo_files(&repo().join("snapshots").join(s)));
+        files.extend(files_under(&repo().join("snapshots").join(s)));
     }
-    files.extend(repo_files(&chapter_dir().join("files")));
+    files.extend(files_under(&chapter_dir().join("files")));
     for editable in &m.editable {
         files.remove(editable);
     }
@@ -88,7 +66,7 @@ fn expected_given() -> BTreeMap<String, Vec<u8>> {
 
 /// The editable files as the learner receives them.
 fn expected_skeleton() -> BTreeMap<String, Vec<u8>> {
-    let skeleton = repo_files(&chapter_dir().join("skeleton"));
+    let skeleton = files_under(&chapter_dir().join("skeleton"));
     manifest()
         .editable
         .iter()
@@ -98,7 +76,7 @@ fn expected_skeleton() -> BTreeMap<String, Vec<u8>> {
 
 /// The files of a made practice directory by `/`-separated relative path.
 fn written_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    repo_files(dir)
+    files_under(dir)
 }
 
 fn sha256(bytes: &[u8]) -> String {
@@ -251,7 +229,7 @@ fn the_reference_solution_is_never_written() {
         assert!(written[&path] == skeleton, "{path} is the skeleton");
     }
     let skeletons: Vec<Vec<u8>> = expected_skeleton().into_values().collect();
-    for (path, solution) in repo_files(&chapter_dir().join("solution")) {
+    for (path, solution) in files_under(&chapter_dir().join("solution")) {
         if solution.is_empty() || skeletons.contains(&solution) {
             continue;
         }

@@ -416,6 +416,27 @@ pub fn tree(root: &Path) -> BTreeMap<PathBuf, Entry> {
         .collect()
 }
 
+/// Every regular file under `dir` (build output left out), by `/`-separated path relative to it.
+pub fn files_under(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    if !dir.is_dir() {
+        return BTreeMap::new();
+    }
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_entry(|e| !(e.file_type().is_dir() && e.file_name() == "target"))
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let rel = e.path().strip_prefix(dir).unwrap();
+            let rel: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            (rel.join("/"), fs::read(e.path()).unwrap())
+        })
+        .collect()
+}
+
 /// The regular files under `root` and their contents, by path relative to it (directories and symbolic
 /// links left out).
 pub fn files(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
