@@ -62,6 +62,12 @@ pub enum Command {
     },
     /// List the chapters and their test groups
     List,
+    /// Print a chapter's pristine skeleton of the file you edit to stdout (never writes a file), e.g.
+    /// `pi-course skeleton 07 > src/agent_loop.rs` to get back a deleted file
+    Skeleton {
+        /// Chapter id, e.g. 07
+        chapter: String,
+    },
 }
 
 #[derive(Debug, clap::Args)]

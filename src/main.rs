@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Command::Grade(args) => grade::run(&catalog, lang, args),
         Command::GradeClass(args) => class::run(&catalog, lang, args),
         Command::List => list::run(&catalog, lang),
+        Command::Skeleton { chapter } => practice::print_skeleton(&catalog, lang, &chapter),
         Command::Watch { dir, poll, limits } => watch::run(&catalog, lang, dir, poll, limits),
         Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),
         Command::Status { dir } => status::run(&catalog, lang, dir),
