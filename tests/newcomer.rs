@@ -72,3 +72,51 @@ fn a_deleted_loop_names_the_way_back_in_both_languages() {
     let status = run(&dir, &["status"]);
     assert!(status.status.success(), "{}", describe(&status));
 }
+
+/// Grades `dir` in both languages; each must be bad input (exit 2) whose stderr holds the given words.
+fn bad_input_in_both_languages(dir: &std::path::Path, zh: &[&str], en: &[&str]) {
+    for (lang, words) in [("zh", zh), ("en", en)] {
+        let out = grade(dir, &["--lang", lang]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        for word in words {
+            assert!(stderr(&out).contains(word), "{word:?}\n{}", describe(&out));
+        }
+    }
+}
+
+#[test]
+fn binary_metadata_is_damaged_not_missing() {
+    let (_guard, dir) = practice();
+    let file = dir.join(".pi-course/practice.toml");
+    fs::write(&file, [0xff_u8, 0xfe, 0x00, 0x9c, 0x80, 0x01]).unwrap();
+    bad_input_in_both_languages(
+        &dir,
+        &["已损坏", "不是文本", "pi-course practice 07"],
+        &["is damaged", "not text", "pi-course practice 07"],
+    );
+    for lang in ["zh", "en"] {
+        let out = grade(&dir, &["--lang", lang]);
+        assert!(!stderr(&out).contains("缺少"), "{}", describe(&out));
+        assert!(
+            !stderr(&out).contains("no .pi-course"),
+            "{}",
+            describe(&out)
+        );
+    }
+    // Nothing was rewritten.
+    assert_eq!(
+        fs::read(&file).unwrap(),
+        [0xff_u8, 0xfe, 0x00, 0x9c, 0x80, 0x01]
+    );
+}
+
+#[test]
+fn unreadable_metadata_says_so() {
+    let (_guard, dir) = practice();
+    let file = dir.join(".pi-course/practice.toml");
+    // A directory where the file should be: reading it fails with something other than "not found", as
+    // an unreadable file does (and this holds even when the tests run as root).
+    fs::remove_file(&file).unwrap();
+    fs::create_dir(&file).unwrap();
+    bad_input_in_both_languages(&dir, &["无法读取", "chmod"], &["Cannot read", "chmod"]);
+}
