@@ -204,7 +204,7 @@ pub async fn acquire(
 }
 
 /// Has this slot's target been built into (dependencies compiled)?
-fn is_built(target: &Path) -> bool {
+pub fn is_built(target: &Path) -> bool {
     target.join("debug").is_dir()
 }
 

@@ -271,6 +271,8 @@ pub enum Problem {
     List { output: String },
     /// Something around the grade failed: the cache directory, starting a process.
     Io { what: String, error: String },
+    /// The build cache was removed while the build ran (the build failed because of it).
+    CacheGone { dir: String },
     /// The build ran past its time limit (seconds) and was stopped.
     BuildTimeout { secs: u64 },
     /// The test executable is not the one this grade's build produced.
@@ -438,6 +440,7 @@ impl Problem {
             }
             Problem::Unreadable(unreadable) => unreadable.message(lang),
             Problem::BuildTimeout { secs } => lang.t("grade-build-timeout", &[("secs", secs)]),
+            Problem::CacheGone { dir } => lang.t("grade-cache-gone", &[("dir", dir)]),
             Problem::TamperedExecutable { path } => {
                 lang.t("grade-tampered-executable", &[("path", path)])
             }

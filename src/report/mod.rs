@@ -93,6 +93,7 @@ pub struct Progress {
     state: Option<Arc<Mutex<SpinnerState>>>,
     task: Option<tokio::task::JoinHandle<()>>,
     said_waiting: std::cell::Cell<bool>,
+    said_first_build: std::cell::Cell<bool>,
     trace: Trace,
 }
 
@@ -135,6 +136,7 @@ impl Progress {
                 state: None,
                 task: None,
                 said_waiting: false.into(),
+                said_first_build: false.into(),
                 trace: Trace::from_env(),
             };
         }
@@ -162,6 +164,7 @@ impl Progress {
             state: Some(state),
             task: Some(task),
             said_waiting: false.into(),
+            said_first_build: false.into(),
             trace: Trace::from_env(),
         }
     }
@@ -171,6 +174,20 @@ impl Progress {
         let lang = self.lang;
         if stage == Stage::Waiting && self.state.is_none() && !self.said_waiting.replace(true) {
             eprintln!("{}", lang.t("progress-waiting", &[]));
+        }
+        // The first grade in a cache compiles the dependencies (8 s idle, up to a minute when busy): said
+        // once in a line of its own, so that a grade without a spinner does not look hung either.
+        if let Stage::Building {
+            first_of: Some(_), ..
+        } = stage
+        {
+            if !self.said_first_build.replace(true) {
+                if self.state.is_some() {
+                    // The notice goes above the spinner's line, which shows the count.
+                    eprint!("\r\x1b[2K");
+                }
+                eprintln!("{}", lang.t("progress-first-build-notice", &[]));
+            }
         }
         let text = stage_text(&stage, lang);
         if let Some(state) = &self.state {
@@ -205,6 +222,14 @@ pub fn stage_text(stage: &Stage, lang: Lang) -> String {
     match stage {
         Stage::Waiting => lang.t("progress-waiting", &[]),
         Stage::Preparing => lang.t("progress-preparing", &[]),
+        Stage::Building {
+            crates,
+            first_of: Some(total),
+            ..
+        } => lang.t(
+            "progress-first-build",
+            &[("done", &(*crates).min(*total)), ("total", total)],
+        ),
         Stage::Building {
             last_crate: None, ..
         } => lang.t("progress-building", &[]),
