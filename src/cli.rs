@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::i18n::Lang;
+use crate::ui::ColorChoice;
 
 #[derive(Debug, Parser)]
 #[command(name = "pi-course", version, about = "Practice and grade the pi coding-agent course", long_about = None)]
@@ -12,6 +13,10 @@ pub struct Cli {
     /// Language of learner-facing text (default: PI_COURSE_LANG, else zh)
     #[arg(long, global = true, value_enum)]
     pub lang: Option<Lang>,
+
+    /// Colors: auto (on a terminal, unless NO_COLOR is set), always, never
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
 
     #[command(subcommand)]
     pub command: Command,
@@ -68,6 +73,37 @@ pub enum Command {
         /// Chapter id, e.g. 07
         chapter: String,
     },
+    /// Print a shell completion script to stdout, e.g. `pi-course completions bash >
+    /// ~/.local/share/bash-completion/completions/pi-course`
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+/// The shells `completions` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
+}
+
+/// Writes the completion script for `shell` to stdout.
+pub fn print_completions(shell: Shell) {
+    use clap::CommandFactory;
+    let shell = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+        Shell::Powershell => clap_complete::Shell::PowerShell,
+    };
+    let mut command = Cli::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "pi-course", &mut script);
+    crate::report::emit(&String::from_utf8_lossy(&script));
 }
 
 #[derive(Debug, clap::Args)]

@@ -18,6 +18,7 @@ mod report;
 mod sandbox;
 mod status;
 mod templates;
+mod ui;
 mod watch;
 
 use std::process::ExitCode;
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e, &args),
     };
+    ui::set_color_choice(cli.color);
     let lang = Lang::resolve(cli.lang);
     let format = cli.command.format();
     let catalog = Catalog::embedded();
@@ -47,6 +49,10 @@ fn main() -> ExitCode {
         Command::GradeClass(args) => class::run(&catalog, lang, args),
         Command::List => list::run(&catalog, lang),
         Command::Skeleton { chapter } => practice::print_skeleton(&catalog, lang, &chapter),
+        Command::Completions { shell } => {
+            cli::print_completions(shell);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Watch { dir, poll, limits } => watch::run(&catalog, lang, dir, poll, limits),
         Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),
         Command::Status { dir } => status::run(&catalog, lang, dir),

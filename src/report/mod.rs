@@ -44,9 +44,8 @@ pub struct Style {
 
 impl Style {
     pub fn detect(format: Format) -> Style {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Style {
-            color: format == Format::Human && std::io::stdout().is_terminal() && !no_color,
+            color: format == Format::Human && crate::ui::color_on(std::io::stdout().is_terminal()),
             spinner: std::io::stderr().is_terminal(),
         }
     }
@@ -145,6 +144,12 @@ impl Progress {
             active: true,
         }));
         let shared = state.clone();
+        // NO_COLOR and --color never hold for the spinner too: its frame is colored only when allowed.
+        let (on, off) = if crate::ui::color_on(true) {
+            ("\x1b[36m", "\x1b[0m")
+        } else {
+            ("", "")
+        };
         let task = tokio::spawn(async move {
             tokio::time::sleep(SPINNER_DELAY).await;
             let mut interval = tokio::time::interval(Duration::from_millis(80));
@@ -155,7 +160,7 @@ impl Progress {
                     break;
                 }
                 let mut err = std::io::stderr().lock();
-                let _ = write!(err, "\r\x1b[2K\x1b[36m{frame}\x1b[0m {}", state.text);
+                let _ = write!(err, "\r\x1b[2K{on}{frame}{off} {}", state.text);
                 let _ = err.flush();
             }
         });
