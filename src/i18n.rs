@@ -54,6 +54,17 @@ impl Lang {
         }
         out
     }
+
+    /// The message `key` for a count `n`: `key-one` when `n` is 1 and the table has it ("1 error", not
+    /// "1 errors"), else `key`. `n` is not filled in by itself: pass it in `args`.
+    pub fn t_count(self, key: &str, n: usize, args: &[(&str, &dyn std::fmt::Display)]) -> String {
+        let one = format!("{key}-one");
+        if n == 1 && table().contains_key(&one) {
+            self.t(&one, args)
+        } else {
+            self.t(key, args)
+        }
+    }
 }
 
 impl Lang {
@@ -104,7 +115,8 @@ mod tests {
                 continue;
             }
             let code = std::fs::read_to_string(entry.path()).unwrap();
-            for piece in code.split(".t(\"").skip(1) {
+            let calls = code.split(".t(\"").skip(1);
+            for piece in calls.chain(code.split(".t_count(\"").skip(1)) {
                 let key = piece.split('"').next().unwrap();
                 assert!(
                     table().contains_key(key),

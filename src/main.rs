@@ -23,7 +23,7 @@ mod watch;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::catalog::Catalog;
 use crate::cli::{Cli, Command};
@@ -31,7 +31,14 @@ use crate::i18n::Lang;
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match Cli::try_parse_from(&args) {
+    // The help's closing part (examples, environment, exit codes) is learner-facing text: in the
+    // language asked for, so that language is read from the raw words first.
+    let help_lang = Lang::resolve(cli::scan_raw(&args).1);
+    let command = Cli::command().after_help(help_lang.t("help-after", &[]));
+    let cli = match command
+        .try_get_matches_from(&args)
+        .and_then(|matches| Cli::from_arg_matches(&matches))
+    {
         Ok(cli) => cli,
         Err(e) => return usage_error(e, &args),
     };

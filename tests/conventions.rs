@@ -131,3 +131,77 @@ fn color_always_never_and_auto_with_no_color() {
     let out = run(&dir, &["status", "--color", "sometimes"]);
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
 }
+
+#[test]
+fn help_gives_examples_environment_and_exit_codes_in_both_languages() {
+    let here = tempfile::tempdir().unwrap();
+    for (lang, words) in [
+        (
+            "zh",
+            [
+                "示例：",
+                "环境变量：",
+                "PI_COURSE_CACHE",
+                "NO_COLOR",
+                "退出码：",
+            ],
+        ),
+        (
+            "en",
+            [
+                "Examples:",
+                "Environment:",
+                "PI_COURSE_CACHE",
+                "NO_COLOR",
+                "Exit status:",
+            ],
+        ),
+    ] {
+        let out = run(here.path(), &["--help", "--lang", lang]);
+        assert!(out.status.success(), "{}", describe(&out));
+        for word in words {
+            assert!(stdout(&out).contains(word), "{word:?}\n{}", describe(&out));
+        }
+        assert!(
+            stdout(&out).contains("pi-course skeleton 07"),
+            "{}",
+            describe(&out)
+        );
+    }
+    let en = pi_course(here.path())
+        .env("PI_COURSE_LANG", "en")
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(stdout(&en).contains("Exit status:"), "{}", describe(&en));
+}
+
+#[test]
+fn one_of_a_thing_is_counted_as_one() {
+    let (_guard, dir) = practice();
+    // One group chosen, failing.
+    for (lang, wanted, unwanted) in [
+        ("zh", "所选的 1 组未通过", "通过 0/1 组"),
+        ("en", "The one group chosen did not pass", "0 of 1 groups"),
+    ] {
+        let out = grade(&dir, &["--lang", lang, "-g", "7.1"]);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        assert!(stdout(&out).contains(wanted), "{}", describe(&out));
+        assert!(!stdout(&out).contains(unwanted), "{}", describe(&out));
+    }
+    // One compile error.
+    let skeleton = std::fs::read_to_string(dir.join("src/agent_loop.rs")).unwrap();
+    write_loop(
+        &dir,
+        &format!("{skeleton}\nfn one_error() -> u32 {{ \"not a number\" }}\n"),
+    );
+    for (lang, wanted, unwanted) in [
+        ("zh", "有 1 个错误", "（1 个错误）"),
+        ("en", "(1 error)", "1 errors"),
+    ] {
+        let out = grade(&dir, &["--lang", lang]);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        assert!(stdout(&out).contains(wanted), "{}", describe(&out));
+        assert!(!stdout(&out).contains(unwanted), "{}", describe(&out));
+    }
+}

@@ -390,12 +390,13 @@ impl GradeResult {
             .count();
         match (&self.problem, self.status()) {
             (Some(Problem::Compile { errors, .. }), _) => {
-                lang.t("grade-summary-compile", &[("errors", errors)])
+                lang.t_count("grade-summary-compile", *errors, &[("errors", errors)])
             }
             (Some(_), _) => lang.t("grade-summary-error", &[]),
-            (None, Status::Pass) => lang.t("grade-summary-pass", &[("total", &total)]),
-            (None, _) => lang.t(
+            (None, Status::Pass) => lang.t_count("grade-summary-pass", total, &[("total", &total)]),
+            (None, _) => lang.t_count(
                 "grade-summary-fail",
+                total,
                 &[
                     ("passed", &passed),
                     ("total", &total),

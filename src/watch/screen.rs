@@ -174,7 +174,7 @@ pub fn render(
             // Keep a row for "… N more lines" unless this is the last line.
             let need = if left > 1 { rows + 1 } else { rows };
             if need > room {
-                let more = lang.t("watch-more-lines", &[("count", &left)]);
+                let more = lang.t_count("watch-more-lines", left, &[("count", &left)]);
                 shown.push(paint.dim(&truncate(&more, width)));
                 break;
             }
