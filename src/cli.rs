@@ -10,8 +10,8 @@ use crate::ui::ColorChoice;
 #[derive(Debug, Parser)]
 #[command(name = "pi-course", version, about = "Practice and grade the pi coding-agent course", long_about = None)]
 pub struct Cli {
-    /// Language of learner-facing text (default: PI_COURSE_LANG, else zh)
-    #[arg(long, global = true, value_enum)]
+    /// Language of learner-facing text: zh (default) or en; a locale such as en_US.UTF-8 counts as en
+    #[arg(long, global = true, env = "PI_COURSE_LANG", value_parser = parse_lang)]
     pub lang: Option<Lang>,
 
     /// Colors: auto (on a terminal, unless NO_COLOR is set), always, never
@@ -155,12 +155,18 @@ pub struct ClassArgs {
 /// How learner code is confined and bounded while it is graded (grade and watch).
 #[derive(Debug, Clone, clap::Args)]
 pub struct LimitArgs {
-    /// Per-test timeout in seconds
-    #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_TIMEOUT_SECS)]
+    /// Per-test timeout in seconds (at least 1)
+    #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
-    /// The build's time limit in seconds
-    #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_BUILD_TIMEOUT_SECS)]
+    /// The build's time limit in seconds (at least 1)
+    #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_BUILD_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub build_timeout: u64,
+    /// The build cache, an absolute path (default: ~/.cache/pi-course, ~/Library/Caches/pi-course on
+    /// macOS)
+    #[arg(long, value_name = "DIR", env = crate::cache::ENV)]
+    pub cache: Option<PathBuf>,
     /// Memory a test process may use: 1G, 512M, or a number of MiB
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
     pub memory_limit: u64,
@@ -185,6 +191,13 @@ impl From<SandboxMode> for crate::sandbox::Mode {
             SandboxMode::Off => crate::sandbox::Mode::Off,
         }
     }
+}
+
+/// `zh` or `en`, or a locale that starts with one (`en_US.UTF-8`), as `--lang` or `PI_COURSE_LANG`.
+fn parse_lang(text: &str) -> Result<Lang, String> {
+    Lang::from_prefix(text).ok_or_else(|| {
+        format!("`{text}` (from --lang or PI_COURSE_LANG) is not a language here: use zh or en")
+    })
 }
 
 /// A size in bytes from `1G`, `512M`, `2GiB`, `64MiB` or a plain number of MiB; at least 16 MiB.

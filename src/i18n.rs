@@ -16,19 +16,25 @@ pub enum Lang {
 }
 
 impl Lang {
-    /// `--lang` wins, then `PI_COURSE_LANG`, then Chinese.
+    /// `zh` or `en`, or a locale that starts with one (`en_US.UTF-8`); any case.
+    pub fn from_prefix(text: &str) -> Option<Lang> {
+        let text = text.trim().to_ascii_lowercase();
+        if text.starts_with("en") {
+            Some(Lang::En)
+        } else if text.starts_with("zh") {
+            Some(Lang::Zh)
+        } else {
+            None
+        }
+    }
+
+    /// `--lang` wins, then `PI_COURSE_LANG`, then Chinese. The command line reads both (clap's `env`);
+    /// this is for the moments before it has parsed (help text, a command line that does not parse).
     pub fn resolve(flag: Option<Lang>) -> Lang {
         flag.or_else(|| {
-            std::env::var("PI_COURSE_LANG").ok().and_then(|v| {
-                let v = v.to_ascii_lowercase();
-                if v.starts_with("en") {
-                    Some(Lang::En)
-                } else if v.starts_with("zh") {
-                    Some(Lang::Zh)
-                } else {
-                    None
-                }
-            })
+            std::env::var("PI_COURSE_LANG")
+                .ok()
+                .and_then(|v| Lang::from_prefix(&v))
         })
         .unwrap_or_default()
     }

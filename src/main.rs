@@ -30,6 +30,13 @@ use crate::cli::{Cli, Command};
 use crate::i18n::Lang;
 
 fn main() -> ExitCode {
+    // An empty PI_COURSE_LANG or PI_COURSE_CACHE counts as unset, as is usual for such variables (clap,
+    // which reads them, would take the empty string as a value). Done before any thread starts.
+    for name in ["PI_COURSE_LANG", cache::ENV] {
+        if std::env::var_os(name).is_some_and(|v| v.is_empty()) {
+            std::env::remove_var(name);
+        }
+    }
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // The help's closing part (examples, environment, exit codes) is learner-facing text: in the
     // language asked for, so that language is read from the raw words first.

@@ -205,3 +205,50 @@ fn one_of_a_thing_is_counted_as_one() {
         assert!(!stdout(&out).contains(unwanted), "{}", describe(&out));
     }
 }
+
+#[test]
+fn clap_checks_the_limits_and_reads_the_environment() {
+    let (_guard, dir) = practice();
+    for flag in ["--timeout", "--build-timeout"] {
+        let out = grade(&dir, &[flag, "0"]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        assert!(stderr(&out).contains(flag), "{}", describe(&out));
+        assert!(out.stdout.is_empty(), "{}", describe(&out));
+    }
+    // As a document when one was asked for.
+    let out = grade(&dir, &["--format", "json", "--timeout", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["status"], "error", "{json:#}");
+    assert!(
+        json["message"].as_str().unwrap().contains("--timeout"),
+        "{json:#}"
+    );
+    // PI_COURSE_LANG: a locale counts; an empty one is unset; another language is refused.
+    let list = |value: &str| {
+        pi_course(&dir)
+            .env("PI_COURSE_LANG", value)
+            .arg("list")
+            .output()
+            .unwrap()
+    };
+    assert!(stdout(&list("en_US.UTF-8")).contains("plain-text stop"));
+    assert!(stdout(&list("")).contains("纯文本 stop"));
+    let out = list("fr");
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("PI_COURSE_LANG"),
+        "{}",
+        describe(&out)
+    );
+    // --cache and PI_COURSE_CACHE are the same setting: a relative one is refused either way.
+    let out = grade(&dir, &["--cache", "relative", "--lang", "en"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(stderr(&out).contains("relative path"), "{}", describe(&out));
+    let help = run(&dir, &["grade", "--help"]);
+    assert!(
+        stdout(&help).contains("PI_COURSE_CACHE"),
+        "{}",
+        describe(&help)
+    );
+}

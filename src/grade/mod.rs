@@ -86,10 +86,8 @@ impl GradeOptions {
     /// The options `grade` and `watch` take from the command line. Bad values, a missing cache
     /// directory, or `--sandbox require` where there is no sandbox are bad input.
     pub fn from_args(args: &LimitArgs, lang: Lang) -> Result<GradeOptions> {
-        if args.timeout == 0 || args.build_timeout == 0 {
-            return Err(UserError::new(lang.t("grade-bad-timeout", &[])));
-        }
-        let cache = usable_cache(lang)?;
+        // clap has refused a zero timeout already (`--timeout`, `--build-timeout`: ranges from 1).
+        let cache = usable_cache(args.cache.clone(), lang)?;
         let limits = crate::sandbox::Limits {
             memory: args.memory_limit,
             build_cpu_secs: args.build_timeout + 60,
@@ -108,9 +106,13 @@ impl GradeOptions {
 /// The cache root, checked before any grade starts: absolute, a directory, and one this user can write
 /// in. Each way it can fail has its own message that names `PI_COURSE_CACHE` and what to do, instead of
 /// an operating-system error in the middle of a grade.
-fn usable_cache(lang: Lang) -> Result<PathBuf> {
-    let from_env = std::env::var_os(cache::ENV).is_some_and(|v| !v.is_empty());
-    let cache = cache::root().ok_or_else(|| {
+///
+/// `chosen` is `--cache` or `PI_COURSE_CACHE` (read by clap). These checks are not a clap value parser:
+/// they look at the file system, which parsing `--help` should not, and their messages are the
+/// learner's language, not clap's English.
+fn usable_cache(chosen: Option<PathBuf>, lang: Lang) -> Result<PathBuf> {
+    let from_env = chosen.is_some();
+    let cache = chosen.or_else(cache::default_root).ok_or_else(|| {
         UserError::new(lang.t("grade-no-cache", &[])).with_fix(lang.t("grade-no-cache-fix", &[]))
     })?;
     let shown = cache.display();
