@@ -51,34 +51,7 @@ impl Style {
     }
 }
 
-/// A tiny ANSI painter that does nothing when colors are off.
-#[derive(Debug, Clone, Copy)]
-pub struct Paint(pub bool);
-
-impl Paint {
-    fn wrap(self, code: &str, text: &str) -> String {
-        if self.0 {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
-    }
-    pub fn green(self, t: &str) -> String {
-        self.wrap("32", t)
-    }
-    pub fn red(self, t: &str) -> String {
-        self.wrap("31", t)
-    }
-    pub fn yellow(self, t: &str) -> String {
-        self.wrap("33", t)
-    }
-    pub fn bold(self, t: &str) -> String {
-        self.wrap("1", t)
-    }
-    pub fn dim(self, t: &str) -> String {
-        self.wrap("2", t)
-    }
-}
+use crate::ui::{display_width, Paint};
 
 struct SpinnerState {
     text: String,
@@ -122,7 +95,6 @@ impl Trace {
     }
 }
 
-const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// A grade that is done within this time shows no spinner at all (no flicker on a warm re-grade).
 const SPINNER_DELAY: Duration = Duration::from_millis(150);
 
@@ -145,22 +117,18 @@ impl Progress {
         }));
         let shared = state.clone();
         // NO_COLOR and --color never hold for the spinner too: its frame is colored only when allowed.
-        let (on, off) = if crate::ui::color_on(true) {
-            ("\x1b[36m", "\x1b[0m")
-        } else {
-            ("", "")
-        };
+        let paint = Paint(crate::ui::color_on(true));
         let task = tokio::spawn(async move {
             tokio::time::sleep(SPINNER_DELAY).await;
             let mut interval = tokio::time::interval(Duration::from_millis(80));
-            for frame in FRAMES.iter().cycle() {
+            for frame in crate::ui::FRAMES.iter().cycle() {
                 interval.tick().await;
                 let state = shared.lock().unwrap_or_else(|e| e.into_inner());
                 if !state.active {
                     break;
                 }
                 let mut err = std::io::stderr().lock();
-                let _ = write!(err, "\r\x1b[2K{on}{frame}{off} {}", state.text);
+                let _ = write!(err, "\r\x1b[2K{} {}", paint.cyan(frame), state.text);
                 let _ = err.flush();
             }
         });
@@ -257,40 +225,4 @@ pub fn title_width<'a>(groups: impl IntoIterator<Item = &'a Group>, lang: Lang) 
         .map(|g| display_width(&g.title(lang)))
         .max()
         .unwrap_or(0)
-}
-
-/// How many terminal columns `s` takes: East Asian wide characters count two.
-pub fn display_width(s: &str) -> usize {
-    s.chars()
-        .map(|c| {
-            let c = c as u32;
-            let wide = matches!(c,
-                0x1100..=0x115F | 0x2E80..=0x303E | 0x3041..=0x33FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF
-                | 0xA000..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF | 0xFE30..=0xFE4F | 0xFF00..=0xFF60
-                | 0xFFE0..=0xFFE6 | 0x1F300..=0x1F64F | 0x1F900..=0x1F9FF | 0x20000..=0x3FFFD);
-            if wide {
-                2
-            } else {
-                1
-            }
-        })
-        .sum()
-}
-
-/// `s` padded with spaces to `width` columns.
-pub fn pad(s: &str, width: usize) -> String {
-    let w = display_width(s);
-    format!("{s}{}", " ".repeat(width.saturating_sub(w)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn chinese_takes_two_columns() {
-        assert_eq!(display_width("纯文本 stop"), 11);
-        assert_eq!(pad("单工具往返", 12), "单工具往返  ");
-        assert_eq!(pad("abc", 2), "abc");
-    }
 }
