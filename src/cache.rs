@@ -32,12 +32,10 @@ use crate::catalog::Chapter;
 
 pub const ENV: &str = "PI_COURSE_CACHE";
 
-/// The cache root: `PI_COURSE_CACHE`, else `$XDG_CACHE_HOME` or `~/.cache` (Linux and other Unix),
-/// `~/Library/Caches` (macOS), followed by `pi-course`. `None` when neither is known.
-pub fn root() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os(ENV).filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
+/// The default cache root, when neither `--cache` nor `PI_COURSE_CACHE` (read by the command line) names
+/// one: `$XDG_CACHE_HOME` or `~/.cache` (Linux and other Unix), `~/Library/Caches` (macOS), followed by
+/// `pi-course`. `None` when neither is known.
+pub fn default_root() -> Option<PathBuf> {
     let home = std::env::var_os("HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
@@ -204,7 +202,7 @@ pub async fn acquire(
 }
 
 /// Has this slot's target been built into (dependencies compiled)?
-fn is_built(target: &Path) -> bool {
+pub fn is_built(target: &Path) -> bool {
     target.join("debug").is_dir()
 }
 

@@ -5,13 +5,18 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::i18n::Lang;
+use crate::ui::ColorChoice;
 
 #[derive(Debug, Parser)]
 #[command(name = "pi-course", version, about = "Practice and grade the pi coding-agent course", long_about = None)]
 pub struct Cli {
-    /// Language of learner-facing text (default: PI_COURSE_LANG, else zh)
-    #[arg(long, global = true, value_enum)]
+    /// Language of learner-facing text: zh (default) or en; a locale such as en_US.UTF-8 counts as en
+    #[arg(long, global = true, env = "PI_COURSE_LANG", value_parser = parse_lang)]
     pub lang: Option<Lang>,
+
+    /// Colors: auto (on a terminal, unless NO_COLOR is set), always, never
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
 
     #[command(subcommand)]
     pub command: Command,
@@ -62,6 +67,43 @@ pub enum Command {
     },
     /// List the chapters and their test groups
     List,
+    /// Print a chapter's pristine skeleton of the file you edit to stdout (never writes a file), e.g.
+    /// `pi-course skeleton 07 > src/agent_loop.rs` to get back a deleted file
+    Skeleton {
+        /// Chapter id, e.g. 07
+        chapter: String,
+    },
+    /// Print a shell completion script to stdout, e.g. `pi-course completions bash >
+    /// ~/.local/share/bash-completion/completions/pi-course`
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+/// The shells `completions` writes scripts for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
+}
+
+/// Writes the completion script for `shell` to stdout.
+pub fn print_completions(shell: Shell) {
+    use clap::CommandFactory;
+    let shell = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+        Shell::Powershell => clap_complete::Shell::PowerShell,
+    };
+    let mut command = Cli::command();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, "pi-course", &mut script);
+    crate::report::emit(&String::from_utf8_lossy(&script));
 }
 
 #[derive(Debug, clap::Args)]
@@ -113,12 +155,18 @@ pub struct ClassArgs {
 /// How learner code is confined and bounded while it is graded (grade and watch).
 #[derive(Debug, Clone, clap::Args)]
 pub struct LimitArgs {
-    /// Per-test timeout in seconds
-    #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_TIMEOUT_SECS)]
+    /// Per-test timeout in seconds (at least 1)
+    #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
-    /// The build's time limit in seconds
-    #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_BUILD_TIMEOUT_SECS)]
+    /// The build's time limit in seconds (at least 1)
+    #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_BUILD_TIMEOUT_SECS,
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub build_timeout: u64,
+    /// The build cache, an absolute path (default: ~/.cache/pi-course, ~/Library/Caches/pi-course on
+    /// macOS)
+    #[arg(long, value_name = "DIR", env = crate::cache::ENV)]
+    pub cache: Option<PathBuf>,
     /// Memory a test process may use: 1G, 512M, or a number of MiB
     #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_size)]
     pub memory_limit: u64,
@@ -143,6 +191,13 @@ impl From<SandboxMode> for crate::sandbox::Mode {
             SandboxMode::Off => crate::sandbox::Mode::Off,
         }
     }
+}
+
+/// `zh` or `en`, or a locale that starts with one (`en_US.UTF-8`), as `--lang` or `PI_COURSE_LANG`.
+fn parse_lang(text: &str) -> Result<Lang, String> {
+    Lang::from_prefix(text).ok_or_else(|| {
+        format!("`{text}` (from --lang or PI_COURSE_LANG) is not a language here: use zh or en")
+    })
 }
 
 /// A size in bytes from `1G`, `512M`, `2GiB`, `64MiB` or a plain number of MiB; at least 16 MiB.

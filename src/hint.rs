@@ -11,8 +11,10 @@ use crate::grade::last::{self, LabVerdict, LastGrade};
 use crate::grade::outcome::GroupStatus;
 use crate::i18n::Lang;
 use crate::metadata::Practice;
-use crate::report::{Paint, Style};
-use crate::status::{ago, verdict_mark, verdict_word};
+use crate::report::Style;
+use crate::status::ago;
+use crate::ui::Paint;
+use crate::ui::{verdict_mark, verdict_word};
 
 pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf, lab: Option<String>) -> Result<ExitCode> {
     let (practice, query) = resolve(catalog, lang, dir, lab)?;

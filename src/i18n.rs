@@ -16,19 +16,25 @@ pub enum Lang {
 }
 
 impl Lang {
-    /// `--lang` wins, then `PI_COURSE_LANG`, then Chinese.
+    /// `zh` or `en`, or a locale that starts with one (`en_US.UTF-8`); any case.
+    pub fn from_prefix(text: &str) -> Option<Lang> {
+        let text = text.trim().to_ascii_lowercase();
+        if text.starts_with("en") {
+            Some(Lang::En)
+        } else if text.starts_with("zh") {
+            Some(Lang::Zh)
+        } else {
+            None
+        }
+    }
+
+    /// `--lang` wins, then `PI_COURSE_LANG`, then Chinese. The command line reads both (clap's `env`);
+    /// this is for the moments before it has parsed (help text, a command line that does not parse).
     pub fn resolve(flag: Option<Lang>) -> Lang {
         flag.or_else(|| {
-            std::env::var("PI_COURSE_LANG").ok().and_then(|v| {
-                let v = v.to_ascii_lowercase();
-                if v.starts_with("en") {
-                    Some(Lang::En)
-                } else if v.starts_with("zh") {
-                    Some(Lang::Zh)
-                } else {
-                    None
-                }
-            })
+            std::env::var("PI_COURSE_LANG")
+                .ok()
+                .and_then(|v| Lang::from_prefix(&v))
         })
         .unwrap_or_default()
     }
@@ -53,6 +59,17 @@ impl Lang {
             out = out.replace(&format!("{{{name}}}"), &value.to_string());
         }
         out
+    }
+
+    /// The message `key` for a count `n`: `key-one` when `n` is 1 and the table has it ("1 error", not
+    /// "1 errors"), else `key`. `n` is not filled in by itself: pass it in `args`.
+    pub fn t_count(self, key: &str, n: usize, args: &[(&str, &dyn std::fmt::Display)]) -> String {
+        let one = format!("{key}-one");
+        if n == 1 && table().contains_key(&one) {
+            self.t(&one, args)
+        } else {
+            self.t(key, args)
+        }
     }
 }
 
@@ -104,7 +121,8 @@ mod tests {
                 continue;
             }
             let code = std::fs::read_to_string(entry.path()).unwrap();
-            for piece in code.split(".t(\"").skip(1) {
+            let calls = code.split(".t(\"").skip(1);
+            for piece in calls.chain(code.split(".t_count(\"").skip(1)) {
                 let key = piece.split('"').next().unwrap();
                 assert!(
                     table().contains_key(key),

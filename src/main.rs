@@ -18,22 +18,38 @@ mod report;
 mod sandbox;
 mod status;
 mod templates;
+mod ui;
 mod watch;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::catalog::Catalog;
 use crate::cli::{Cli, Command};
 use crate::i18n::Lang;
 
 fn main() -> ExitCode {
+    // An empty PI_COURSE_LANG or PI_COURSE_CACHE counts as unset, as is usual for such variables (clap,
+    // which reads them, would take the empty string as a value). Done before any thread starts.
+    for name in ["PI_COURSE_LANG", cache::ENV] {
+        if std::env::var_os(name).is_some_and(|v| v.is_empty()) {
+            std::env::remove_var(name);
+        }
+    }
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match Cli::try_parse_from(&args) {
+    // The help's closing part (examples, environment, exit codes) is learner-facing text: in the
+    // language asked for, so that language is read from the raw words first.
+    let help_lang = Lang::resolve(cli::scan_raw(&args).1);
+    let command = Cli::command().after_help(help_lang.t("help-after", &[]));
+    let cli = match command
+        .try_get_matches_from(&args)
+        .and_then(|matches| Cli::from_arg_matches(&matches))
+    {
         Ok(cli) => cli,
         Err(e) => return usage_error(e, &args),
     };
+    ui::set_color_choice(cli.color);
     let lang = Lang::resolve(cli.lang);
     let format = cli.command.format();
     let catalog = Catalog::embedded();
@@ -46,6 +62,11 @@ fn main() -> ExitCode {
         Command::Grade(args) => grade::run(&catalog, lang, args),
         Command::GradeClass(args) => class::run(&catalog, lang, args),
         Command::List => list::run(&catalog, lang),
+        Command::Skeleton { chapter } => practice::print_skeleton(&catalog, lang, &chapter),
+        Command::Completions { shell } => {
+            cli::print_completions(shell);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Watch { dir, poll, limits } => watch::run(&catalog, lang, dir, poll, limits),
         Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),
         Command::Status { dir } => status::run(&catalog, lang, dir),

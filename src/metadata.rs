@@ -97,17 +97,29 @@ impl Practice {
             );
         }
         let file = dir.join(FILE);
-        let text = fs::read_to_string(&file).map_err(|_| {
-            UserError::new(lang.t("not-a-practice-dir", &[("dir", &shown)]))
-                .with_fix(lang.t("fix-make-practice", &[]))
-        })?;
-        let metadata: Metadata = toml::from_str(&text).map_err(|e| {
+        // Absent, unreadable, not text and not valid TOML are four different problems, each with its
+        // own message: only an absent file means "not a practice directory".
+        let damaged = |error: &dyn std::fmt::Display| {
             UserError::new(lang.t(
                 "metadata-invalid",
-                &[("file", &file.display()), ("error", &e.message())],
+                &[("file", &file.display()), ("error", error)],
             ))
-            .with_fix(lang.t("fix-make-practice", &[]))
+            .with_fix(lang.t("fix-metadata-damaged", &[]))
+        };
+        let bytes = fs::read(&file).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
+                UserError::new(lang.t("not-a-practice-dir", &[("dir", &shown)]))
+                    .with_fix(lang.t("fix-make-practice", &[]))
+            }
+            _ => UserError::new(lang.t(
+                "metadata-unreadable",
+                &[("file", &file.display()), ("error", &e)],
+            ))
+            .with_fix(lang.t("fix-metadata-unreadable", &[])),
         })?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| damaged(&lang.t("metadata-not-text", &[])))?;
+        let metadata: Metadata = toml::from_str(&text).map_err(|e| damaged(&e.message()))?;
         let chapter = catalog.chapter(&metadata.chapter).cloned().ok_or_else(|| {
             UserError::new(lang.t(
                 "metadata-unknown-chapter",

@@ -397,6 +397,28 @@ fn no_access(lang: Lang, chapter: &Chapter, path: &Path, error: &io::Error) -> U
     .with_fix(lang.t("fix-practice-elsewhere", &[("chapter", &chapter.id)]))
 }
 
+/// `pi-course skeleton CHAPTER`: the editable files as a fresh practice directory gets them, in `lang`,
+/// on stdout. It writes no file, so it can never overwrite a learner's work; a shell redirect puts a
+/// deleted file back.
+pub fn print_skeleton(catalog: &Catalog, lang: Lang, query: &str) -> Result<ExitCode> {
+    use std::io::Write;
+    let chapter = catalog
+        .chapter(query)
+        .ok_or_else(|| unknown_chapter(catalog, lang, query))?;
+    let mut out = io::stdout().lock();
+    for file in chapter.skeleton_files_in(lang) {
+        // A closed pipe (`| head`) is the reader's choice, not a failure of this command.
+        if out
+            .write_all(file.bytes)
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn unknown_chapter(catalog: &Catalog, lang: Lang, query: &str) -> UserError {
     let chapters: Vec<String> = catalog
         .chapters

@@ -12,7 +12,8 @@ use crate::grade::outcome::GroupStatus;
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::practice::free_sibling;
-use crate::report::{display_width, pad, title_width, Paint, Style};
+use crate::report::{title_width, Style};
+use crate::ui::{display_width, pad, verdict_mark, verdict_word, Paint};
 
 pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf) -> Result<ExitCode> {
     let practice = Practice::open(catalog, lang, &dir)?;
@@ -184,23 +185,6 @@ fn new_dir_suggestion(chapter: &Chapter, dir: &Path) -> String {
         (Some(here), Some(parent)) if here == parent => name,
         (Some(here), _) if *here == absolute => format!("../{name}"),
         _ => candidate.display().to_string(),
-    }
-}
-
-pub fn verdict_mark(status: GroupStatus, paint: Paint) -> String {
-    match status {
-        GroupStatus::Pass => paint.green("✓"),
-        GroupStatus::Timeout => paint.yellow("⏱"),
-        GroupStatus::Fail | GroupStatus::Error => paint.red("✗"),
-    }
-}
-
-pub fn verdict_word(status: GroupStatus, lang: Lang) -> String {
-    match status {
-        GroupStatus::Pass => lang.t("grade-status-pass", &[]),
-        GroupStatus::Fail => lang.t("grade-status-fail", &[]),
-        GroupStatus::Timeout => lang.t("grade-status-timeout", &[]),
-        GroupStatus::Error => lang.t("grade-status-error", &[]),
     }
 }
 

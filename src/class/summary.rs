@@ -226,7 +226,7 @@ pub fn row(name: &str, result: &GradeResult, sha256: &str, lang: Lang) -> Row {
     let message = match &result.problem {
         // What the learner has to fix: the reason, not the summary above it.
         Some(problem) if !matches!(problem, Problem::Compile { .. }) => {
-            crate::grade::build::strip_ansi(&problem.message(lang))
+            crate::ui::strip_ansi(&problem.message(lang))
         }
         _ => result.summary(lang),
     };

@@ -361,25 +361,6 @@ fn strip_trailing_ansi(mut s: &str) -> &str {
     s
 }
 
-/// Removes ANSI escape sequences (for JSON and JUnit, which want plain text).
-pub fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' && chars.peek() == Some(&'[') {
-            chars.next();
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,7 +400,7 @@ mod tests {
     #[test]
     fn strips_ansi() {
         assert_eq!(
-            strip_ansi("\x1b[0m\x1b[1m\x1b[38;5;9merror\x1b[0m: x"),
+            crate::ui::strip_ansi("\x1b[0m\x1b[1m\x1b[38;5;9merror\x1b[0m: x"),
             "error: x"
         );
     }

@@ -86,13 +86,8 @@ impl GradeOptions {
     /// The options `grade` and `watch` take from the command line. Bad values, a missing cache
     /// directory, or `--sandbox require` where there is no sandbox are bad input.
     pub fn from_args(args: &LimitArgs, lang: Lang) -> Result<GradeOptions> {
-        if args.timeout == 0 || args.build_timeout == 0 {
-            return Err(UserError::new(lang.t("grade-bad-timeout", &[])));
-        }
-        let cache = cache::root().ok_or_else(|| {
-            UserError::new(lang.t("grade-no-cache", &[]))
-                .with_fix(lang.t("grade-no-cache-fix", &[]))
-        })?;
+        // clap has refused a zero timeout already (`--timeout`, `--build-timeout`: ranges from 1).
+        let cache = usable_cache(args.cache.clone(), lang)?;
         let limits = crate::sandbox::Limits {
             memory: args.memory_limit,
             build_cpu_secs: args.build_timeout + 60,
@@ -108,16 +103,68 @@ impl GradeOptions {
     }
 }
 
+/// The cache root, checked before any grade starts: absolute, a directory, and one this user can write
+/// in. Each way it can fail has its own message that names `PI_COURSE_CACHE` and what to do, instead of
+/// an operating-system error in the middle of a grade.
+///
+/// `chosen` is `--cache` or `PI_COURSE_CACHE` (read by clap). These checks are not a clap value parser:
+/// they look at the file system, which parsing `--help` should not, and their messages are the
+/// learner's language, not clap's English.
+fn usable_cache(chosen: Option<PathBuf>, lang: Lang) -> Result<PathBuf> {
+    let from_env = chosen.is_some();
+    let cache = chosen.or_else(cache::default_root).ok_or_else(|| {
+        UserError::new(lang.t("grade-no-cache", &[])).with_fix(lang.t("grade-no-cache-fix", &[]))
+    })?;
+    let shown = cache.display();
+    let fix = || {
+        if from_env {
+            lang.t("grade-cache-fix-env", &[("dir", &shown)])
+        } else {
+            lang.t("grade-cache-fix-default", &[("dir", &shown)])
+        }
+    };
+    // A relative PI_COURSE_CACHE would name a different cache in each directory graded from (and
+    // dependencies would compile again in each): refused rather than guessed at.
+    if !cache.is_absolute() {
+        return Err(
+            UserError::new(lang.t("grade-cache-relative", &[("dir", &shown)]))
+                .with_fix(lang.t("grade-cache-relative-fix", &[])),
+        );
+    }
+    let unusable = |error: &dyn std::fmt::Display| {
+        UserError::new(lang.t("grade-cache-unusable", &[("dir", &shown), ("error", error)]))
+            .with_fix(fix())
+    };
+    if cache.exists() && !cache.is_dir() {
+        return Err(unusable(&lang.t("grade-cache-not-a-dir", &[])));
+    }
+    let os_error = |e: std::io::Error| {
+        use std::io::ErrorKind;
+        match e.kind() {
+            ErrorKind::NotADirectory => unusable(&lang.t("grade-cache-under-a-file", &[])),
+            ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => {
+                unusable(&lang.t("grade-cache-read-only", &[]))
+            }
+            _ => unusable(&e),
+        }
+    };
+    std::fs::create_dir_all(&cache).map_err(os_error)?;
+    tempfile::tempfile_in(&cache).map_err(os_error)?;
+    Ok(cache)
+}
+
 /// Where a grade is, for progress displays.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stage {
     /// Another grade holds the build directory; waiting for it.
     Waiting,
     Preparing,
-    /// cargo is building; the crate it just finished, and how many so far.
+    /// cargo is building; the crate it just finished, and how many so far. `first_of` is the number of
+    /// crates to compile when this build slot has never built (a first grade compiles the dependencies).
     Building {
         last_crate: Option<String>,
         crates: usize,
+        first_of: Option<usize>,
     },
     Listing,
     Running {
@@ -261,9 +308,18 @@ async fn build_and_run(
     progress(Stage::Preparing);
     prepare::prepare(chapter, &editable, &build_dir.path)?;
 
+    let first_of = (!cache::is_built(&build_dir.target)).then(|| {
+        // One crate per package in the lock file: close to the count cargo reports (a build script
+        // adds one), so the count is capped at it.
+        std::fs::read_to_string(build_dir.path.join("Cargo.lock"))
+            .map(|lock| lock.matches("[[package]]").count())
+            .unwrap_or(0)
+            .max(1)
+    });
     progress(Stage::Building {
         last_crate: None,
         crates: 0,
+        first_of,
     });
     let crates = std::cell::Cell::new(0);
     let request = build::BuildRequest {
@@ -290,9 +346,21 @@ async fn build_and_run(
         progress(Stage::Building {
             last_crate: Some(name.to_string()),
             crates: crates.get(),
+            first_of,
         });
     })
-    .await?;
+    .await
+    .map_err(|problem| {
+        // A cache removed under a running build makes cargo and rustc fail in ways that look like the
+        // learner's errors ("could not write output"): say what really happened.
+        if build_dir.path.join("Cargo.toml").exists() && build_dir.target.exists() {
+            problem
+        } else {
+            Problem::CacheGone {
+                dir: opts.cache.display().to_string(),
+            }
+        }
+    })?;
 
     progress(Stage::Listing);
     let key = channel::new_key().map_err(|e| io_problem("/dev/urandom", e))?;

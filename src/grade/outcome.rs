@@ -271,6 +271,8 @@ pub enum Problem {
     List { output: String },
     /// Something around the grade failed: the cache directory, starting a process.
     Io { what: String, error: String },
+    /// The build cache was removed while the build ran (the build failed because of it).
+    CacheGone { dir: String },
     /// The build ran past its time limit (seconds) and was stopped.
     BuildTimeout { secs: u64 },
     /// The test executable is not the one this grade's build produced.
@@ -388,12 +390,13 @@ impl GradeResult {
             .count();
         match (&self.problem, self.status()) {
             (Some(Problem::Compile { errors, .. }), _) => {
-                lang.t("grade-summary-compile", &[("errors", errors)])
+                lang.t_count("grade-summary-compile", *errors, &[("errors", errors)])
             }
             (Some(_), _) => lang.t("grade-summary-error", &[]),
-            (None, Status::Pass) => lang.t("grade-summary-pass", &[("total", &total)]),
-            (None, _) => lang.t(
+            (None, Status::Pass) => lang.t_count("grade-summary-pass", total, &[("total", &total)]),
+            (None, _) => lang.t_count(
                 "grade-summary-fail",
+                total,
                 &[
                     ("passed", &passed),
                     ("total", &total),
@@ -438,6 +441,7 @@ impl Problem {
             }
             Problem::Unreadable(unreadable) => unreadable.message(lang),
             Problem::BuildTimeout { secs } => lang.t("grade-build-timeout", &[("secs", secs)]),
+            Problem::CacheGone { dir } => lang.t("grade-cache-gone", &[("dir", dir)]),
             Problem::TamperedExecutable { path } => {
                 lang.t("grade-tampered-executable", &[("path", path)])
             }

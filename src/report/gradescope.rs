@@ -19,10 +19,10 @@
 use serde::Serialize;
 
 use crate::error::UserError;
-use crate::grade::build::strip_ansi;
 use crate::grade::outcome::{GroupResult, GroupStatus, TestStatus};
 use crate::grade::GradeResult;
 use crate::i18n::Lang;
+use crate::ui::strip_ansi;
 
 #[derive(Serialize)]
 struct Results<'a> {

@@ -11,10 +11,11 @@
 
 use std::fmt::Write as _;
 
-use super::{display_width, pad, Paint, Style};
+use super::Style;
 use crate::grade::outcome::{format_points, GroupStatus, Problem, TestStatus};
 use crate::grade::GradeResult;
 use crate::i18n::Lang;
+use crate::ui::{cut, pad, Paint};
 
 /// Lines of a failure message shown.
 const MESSAGE_LINES: usize = 4;
@@ -75,7 +76,7 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
         let text = if color {
             text
         } else {
-            crate::grade::build::strip_ansi(&text)
+            crate::ui::strip_ansi(&text)
         };
         writeln!(out, "{}", text.trim_end()).unwrap();
         if matches!(problem, Problem::Compile { .. }) {
@@ -123,11 +124,7 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
     let mut shown = std::collections::HashSet::new();
     for g in &result.groups {
         let status = g.status();
-        let mark = match status {
-            GroupStatus::Pass => paint.green("✓"),
-            GroupStatus::Fail | GroupStatus::Error => paint.red("✗"),
-            GroupStatus::Timeout => paint.yellow("⏱"),
-        };
+        let mark = crate::ui::verdict_mark(status, paint);
         let count = pad(&format!("{}/{}", g.passed(), g.total()), count_width);
         let lab = format!("Lab {:<4}", g.group.lab);
         let points = lang.t(
@@ -199,11 +196,8 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
     let elapsed = format!("{:.1}", result.elapsed.as_secs_f64());
     let elapsed = lang.t("grade-elapsed", &[("secs", &elapsed)]);
     let summary = result.summary(lang);
-    let summary = if result.status() == crate::grade::Status::Pass {
-        format!("{} {}", paint.green("✓"), paint.bold(&summary))
-    } else {
-        format!("{} {}", paint.red("✗"), paint.bold(&summary))
-    };
+    let mark = crate::ui::overall_mark(result.status() == crate::grade::Status::Pass, paint);
+    let summary = format!("{mark} {}", paint.bold(&summary));
     writeln!(
         out,
         "{summary}{}{}",
@@ -212,7 +206,7 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
     )
     .unwrap();
     for g in result.groups.iter().filter(|g| !g.decides) {
-        let status = status_word(g.status(), lang);
+        let status = crate::ui::verdict_word(g.status(), lang);
         let line = lang.t(
             "grade-summary-optional",
             &[("lab", &g.group.lab), ("status", &status)],
@@ -244,34 +238,6 @@ fn score_text(result: &GradeResult, lang: Lang) -> String {
             ("max", &format_points(result.max())),
         ],
     )
-}
-
-fn status_word(s: GroupStatus, lang: Lang) -> String {
-    match s {
-        GroupStatus::Pass => lang.t("grade-status-pass", &[]),
-        GroupStatus::Fail => lang.t("grade-status-fail", &[]),
-        GroupStatus::Timeout => lang.t("grade-status-timeout", &[]),
-        GroupStatus::Error => lang.t("grade-status-error", &[]),
-    }
-}
-
-/// `line` cut to `columns` terminal columns, with an ellipsis when cut.
-fn cut(line: &str, columns: usize) -> String {
-    if display_width(line) <= columns {
-        return line.to_string();
-    }
-    let mut out = String::new();
-    let mut width = 0;
-    for c in line.chars() {
-        let w = display_width(c.encode_utf8(&mut [0; 4]));
-        if width + w >= columns {
-            break;
-        }
-        width += w;
-        out.push(c);
-    }
-    out.push('…');
-    out
 }
 
 /// The first lines of a failure message, each cut to a readable length.
@@ -309,5 +275,20 @@ mod tests {
         assert_eq!(t.last().unwrap(), &format!("… (+{})", 10 - MESSAGE_LINES));
         let long = "x".repeat(500);
         assert_eq!(trim_message(&long)[0].chars().count(), LINE_CHARS + 1);
+    }
+
+    #[test]
+    fn a_repeated_message_is_cut_by_columns_with_wide_and_zero_width_characters() {
+        let message = "循环在工具结果前停止 🦀 e\u{301}\u{200b}x ".repeat(20);
+        let shown = cut(&message, REPEAT_COLUMNS);
+        let width = crate::ui::display_width(&shown);
+        assert!(width <= REPEAT_COLUMNS, "{width}: {shown}");
+        assert!(width >= REPEAT_COLUMNS - 2, "{width}: {shown}");
+        assert!(shown.ends_with('…'), "{shown}");
+        // Zero-width characters take no column: a line of them and three letters is three wide.
+        assert_eq!(
+            cut("a\u{200b}\u{301}b\u{200d}c", 3),
+            "a\u{200b}\u{301}b\u{200d}c"
+        );
     }
 }

@@ -20,10 +20,10 @@
 
 use serde::Serialize;
 
-use crate::grade::build::strip_ansi;
 use crate::grade::outcome::{GroupError, GroupStatus, Status, TestStatus};
 use crate::grade::GradeResult;
 use crate::i18n::Lang;
+use crate::ui::strip_ansi;
 
 #[derive(Serialize)]
 struct Report<'a> {

@@ -6,10 +6,10 @@
 
 use std::fmt::Write as _;
 
-use crate::grade::build::strip_ansi;
 use crate::grade::outcome::{format_points, GroupResult, TestStatus};
 use crate::grade::GradeResult;
 use crate::i18n::Lang;
+use crate::ui::strip_ansi;
 
 pub fn render(result: &GradeResult, lang: Lang) -> String {
     let count =

@@ -44,42 +44,14 @@ pub struct Style {
 
 impl Style {
     pub fn detect(format: Format) -> Style {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Style {
-            color: format == Format::Human && std::io::stdout().is_terminal() && !no_color,
+            color: format == Format::Human && crate::ui::color_on(std::io::stdout().is_terminal()),
             spinner: std::io::stderr().is_terminal(),
         }
     }
 }
 
-/// A tiny ANSI painter that does nothing when colors are off.
-#[derive(Debug, Clone, Copy)]
-pub struct Paint(pub bool);
-
-impl Paint {
-    fn wrap(self, code: &str, text: &str) -> String {
-        if self.0 {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
-    }
-    pub fn green(self, t: &str) -> String {
-        self.wrap("32", t)
-    }
-    pub fn red(self, t: &str) -> String {
-        self.wrap("31", t)
-    }
-    pub fn yellow(self, t: &str) -> String {
-        self.wrap("33", t)
-    }
-    pub fn bold(self, t: &str) -> String {
-        self.wrap("1", t)
-    }
-    pub fn dim(self, t: &str) -> String {
-        self.wrap("2", t)
-    }
-}
+use crate::ui::{display_width, Paint};
 
 struct SpinnerState {
     text: String,
@@ -93,6 +65,7 @@ pub struct Progress {
     state: Option<Arc<Mutex<SpinnerState>>>,
     task: Option<tokio::task::JoinHandle<()>>,
     said_waiting: std::cell::Cell<bool>,
+    said_first_build: std::cell::Cell<bool>,
     trace: Trace,
 }
 
@@ -122,7 +95,6 @@ impl Trace {
     }
 }
 
-const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// A grade that is done within this time shows no spinner at all (no flicker on a warm re-grade).
 const SPINNER_DELAY: Duration = Duration::from_millis(150);
 
@@ -135,6 +107,7 @@ impl Progress {
                 state: None,
                 task: None,
                 said_waiting: false.into(),
+                said_first_build: false.into(),
                 trace: Trace::from_env(),
             };
         }
@@ -143,17 +116,19 @@ impl Progress {
             active: true,
         }));
         let shared = state.clone();
+        // NO_COLOR and --color never hold for the spinner too: its frame is colored only when allowed.
+        let paint = Paint(crate::ui::color_on(true));
         let task = tokio::spawn(async move {
             tokio::time::sleep(SPINNER_DELAY).await;
             let mut interval = tokio::time::interval(Duration::from_millis(80));
-            for frame in FRAMES.iter().cycle() {
+            for frame in crate::ui::FRAMES.iter().cycle() {
                 interval.tick().await;
                 let state = shared.lock().unwrap_or_else(|e| e.into_inner());
                 if !state.active {
                     break;
                 }
                 let mut err = std::io::stderr().lock();
-                let _ = write!(err, "\r\x1b[2K\x1b[36m{frame}\x1b[0m {}", state.text);
+                let _ = write!(err, "\r\x1b[2K{} {}", paint.cyan(frame), state.text);
                 let _ = err.flush();
             }
         });
@@ -162,6 +137,7 @@ impl Progress {
             state: Some(state),
             task: Some(task),
             said_waiting: false.into(),
+            said_first_build: false.into(),
             trace: Trace::from_env(),
         }
     }
@@ -171,6 +147,20 @@ impl Progress {
         let lang = self.lang;
         if stage == Stage::Waiting && self.state.is_none() && !self.said_waiting.replace(true) {
             eprintln!("{}", lang.t("progress-waiting", &[]));
+        }
+        // The first grade in a cache compiles the dependencies (8 s idle, up to a minute when busy): said
+        // once in a line of its own, so that a grade without a spinner does not look hung either.
+        if let Stage::Building {
+            first_of: Some(_), ..
+        } = stage
+        {
+            if !self.said_first_build.replace(true) {
+                if self.state.is_some() {
+                    // The notice goes above the spinner's line, which shows the count.
+                    eprint!("\r\x1b[2K");
+                }
+                eprintln!("{}", lang.t("progress-first-build-notice", &[]));
+            }
         }
         let text = stage_text(&stage, lang);
         if let Some(state) = &self.state {
@@ -206,6 +196,14 @@ pub fn stage_text(stage: &Stage, lang: Lang) -> String {
         Stage::Waiting => lang.t("progress-waiting", &[]),
         Stage::Preparing => lang.t("progress-preparing", &[]),
         Stage::Building {
+            crates,
+            first_of: Some(total),
+            ..
+        } => lang.t(
+            "progress-first-build",
+            &[("done", &(*crates).min(*total)), ("total", total)],
+        ),
+        Stage::Building {
             last_crate: None, ..
         } => lang.t("progress-building", &[]),
         Stage::Building {
@@ -227,40 +225,4 @@ pub fn title_width<'a>(groups: impl IntoIterator<Item = &'a Group>, lang: Lang) 
         .map(|g| display_width(&g.title(lang)))
         .max()
         .unwrap_or(0)
-}
-
-/// How many terminal columns `s` takes: East Asian wide characters count two.
-pub fn display_width(s: &str) -> usize {
-    s.chars()
-        .map(|c| {
-            let c = c as u32;
-            let wide = matches!(c,
-                0x1100..=0x115F | 0x2E80..=0x303E | 0x3041..=0x33FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF
-                | 0xA000..=0xA4CF | 0xAC00..=0xD7A3 | 0xF900..=0xFAFF | 0xFE30..=0xFE4F | 0xFF00..=0xFF60
-                | 0xFFE0..=0xFFE6 | 0x1F300..=0x1F64F | 0x1F900..=0x1F9FF | 0x20000..=0x3FFFD);
-            if wide {
-                2
-            } else {
-                1
-            }
-        })
-        .sum()
-}
-
-/// `s` padded with spaces to `width` columns.
-pub fn pad(s: &str, width: usize) -> String {
-    let w = display_width(s);
-    format!("{s}{}", " ".repeat(width.saturating_sub(w)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn chinese_takes_two_columns() {
-        assert_eq!(display_width("纯文本 stop"), 11);
-        assert_eq!(pad("单工具往返", 12), "单工具往返  ");
-        assert_eq!(pad("abc", 2), "abc");
-    }
 }

@@ -51,8 +51,7 @@ pub fn run(
     let practice = Practice::open(catalog, lang, &dir)?;
     let mut opts = GradeOptions::from_args(&limits, lang)?;
     let tty = std::io::stdout().is_terminal();
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    opts.color = tty && !no_color;
+    opts.color = crate::ui::color_on(tty);
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -21,19 +21,16 @@
 //! rewritten (see [`STATUS_ROW`]), so the rest of the screen does not flicker.
 
 use crate::catalog::{Chapter, Group};
-use crate::grade::build::strip_ansi;
 use crate::grade::outcome::{GroupResult, GroupStatus, Problem, TestStatus};
 use crate::grade::{GradeResult, Stage, Status};
 use crate::i18n::Lang;
-use crate::report::{display_width, pad, stage_text, title_width, Paint};
+use crate::report::{stage_text, title_width};
+use crate::ui::{display_width, pad, strip_ansi, verdict_mark, wrap, Paint, FRAMES};
 
 use super::changes::Mode;
 
 /// The status line's row on the screen (1-based, as the terminal counts).
 pub const STATUS_ROW: usize = 2;
-
-/// Spinner frames for the status line.
-pub const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 /// Lines of a failing test's message shown at most.
 const MESSAGE_LINES: usize = 12;
@@ -174,7 +171,7 @@ pub fn render(
             // Keep a row for "… N more lines" unless this is the last line.
             let need = if left > 1 { rows + 1 } else { rows };
             if need > room {
-                let more = lang.t("watch-more-lines", &[("count", &left)]);
+                let more = lang.t_count("watch-more-lines", left, &[("count", &left)]);
                 shown.push(paint.dim(&truncate(&more, width)));
                 break;
             }
@@ -211,11 +208,7 @@ pub fn status_line(view: &View<'_>, stage: Option<&Stage>, frame: usize, width: 
         }
         format!("{} {text}", paint.yellow(spinner))
     } else if let Some(result) = view.result {
-        let mark = if result.status() == Status::Pass {
-            paint.green("✓")
-        } else {
-            paint.red("✗")
-        };
+        let mark = crate::ui::overall_mark(result.status() == Status::Pass, paint);
         let secs = format!("{:.1}", result.elapsed.as_secs_f64());
         let when = lang.t(
             "watch-graded",
@@ -257,11 +250,7 @@ fn rows(view: &View<'_>) -> Vec<String> {
                     } else {
                         format!("{}/{}", r.passed(), r.total())
                     };
-                    let mark = match r.status() {
-                        GroupStatus::Pass => paint.green("✓"),
-                        GroupStatus::Timeout => paint.yellow("⏱"),
-                        GroupStatus::Fail | GroupStatus::Error => paint.red("✗"),
-                    };
+                    let mark = verdict_mark(r.status(), paint);
                     (count, mark)
                 }
             };
@@ -391,71 +380,7 @@ fn truncate(line: &str, width: usize) -> String {
     if display_width(&plain) <= width {
         return line.to_string();
     }
-    let mut out = String::new();
-    let mut used = 0;
-    for c in plain.chars() {
-        let w = display_width(c.encode_utf8(&mut [0; 4]));
-        if used + w + 1 > width {
-            break;
-        }
-        used += w;
-        out.push(c);
-    }
-    out.push('…');
-    out
-}
-
-/// `text` broken into lines of at most `width` columns: at spaces, or between any two wide (CJK)
-/// characters; a word longer than a line is cut.
-pub fn wrap(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    // Tokens: runs of narrow non-space characters, single wide characters, single spaces.
-    let mut tokens: Vec<String> = Vec::new();
-    for c in text.chars() {
-        let narrow = display_width(c.encode_utf8(&mut [0; 4])) == 1;
-        match tokens.last_mut() {
-            Some(last)
-                if narrow
-                    && c != ' '
-                    && c != '\n'
-                    && !last.ends_with([' ', '\n'])
-                    && display_width(last) == last.chars().count() =>
-            {
-                last.push(c)
-            }
-            _ => tokens.push(c.to_string()),
-        }
-    }
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for token in tokens {
-        if token == "\n" {
-            lines.push(std::mem::take(&mut line).trim_end().to_string());
-            continue;
-        }
-        let w = display_width(&token);
-        if display_width(&line) + w > width && !line.is_empty() {
-            lines.push(std::mem::take(&mut line).trim_end().to_string());
-            if token == " " {
-                continue;
-            }
-        }
-        if w > width {
-            // A word longer than a line: cut it.
-            for c in token.chars() {
-                if display_width(&line) + display_width(c.encode_utf8(&mut [0; 4])) > width {
-                    lines.push(std::mem::take(&mut line));
-                }
-                line.push(c);
-            }
-            continue;
-        }
-        line.push_str(&token);
-    }
-    if !line.trim().is_empty() {
-        lines.push(line.trim_end().to_string());
-    }
-    lines
+    crate::ui::cut(&plain, width)
 }
 
 #[cfg(test)]
@@ -607,6 +532,28 @@ mod tests {
     }
 
     #[test]
+    fn wide_and_zero_width_characters_fit_the_terminal() {
+        let catalog = Catalog::embedded();
+        let ch = catalog.chapter("07").unwrap();
+        let mut r = result(ch, &[]);
+        // Wide (CJK, emoji, full-width), zero-width (combining accent, zero-width space, joiner) text.
+        let line =
+            "错误：循环在「工具结果」前停止 🦀🦀 ｆｕｌｌ e\u{301}\u{200b}x\u{200d}y ".repeat(6);
+        r.problem = Some(Problem::Compile {
+            rendered: (0..40).map(|_| line.clone()).collect::<Vec<_>>().join("\n"),
+            errors: 1,
+        });
+        for (w, h) in [(80, 24), (41, 12), (23, 9)] {
+            let lines = render(&view(ch, Some(&r), Lang::Zh), None, 0, w, h);
+            let rows: usize = lines.iter().map(|l| rows_of(l, w)).sum();
+            assert!(rows < h, "{w}x{h}: {rows} rows\n{lines:#?}");
+            if h >= 12 {
+                assert!(lines.iter().any(|l| l.contains("错误")), "{lines:#?}");
+            }
+        }
+    }
+
+    #[test]
     fn the_status_line_shows_the_stage_while_grading() {
         let catalog = Catalog::embedded();
         let ch = catalog.chapter("07").unwrap();
@@ -625,7 +572,8 @@ mod tests {
         assert_eq!(wrap("aaa bbb ccc", 7), ["aaa bbb", "ccc"]);
         assert_eq!(
             wrap("读 GUIDE.md 的「Lab 7.1」", 12),
-            ["读 GUIDE.md", "的「Lab 7.1", "」"]
+            // Unicode line breaking (textwrap): a closing bracket never starts a line.
+            ["读 GUIDE.md", "的「Lab", "7.1」"]
         );
         assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
         for line in wrap(&"纯文本".repeat(20), 9) {

@@ -1,0 +1,296 @@
+//! A newcomer's rough edges: a way back to the skeleton, metadata and cache errors that say what is wrong
+//! and what to do, and the first grade saying why it takes a while. Every message in both languages.
+
+mod support;
+
+use std::fs;
+
+use support::*;
+
+fn skeleton_file(folder: &str) -> Vec<u8> {
+    fs::read(chapter_dir().join(folder).join("src/agent_loop.rs")).unwrap()
+}
+
+#[test]
+fn skeleton_prints_the_pristine_file_in_the_learners_language() {
+    let here = tempfile::tempdir().unwrap();
+    let zh = run(here.path(), &["skeleton", "07"]);
+    assert!(zh.status.success(), "{}", describe(&zh));
+    assert_eq!(zh.stdout, skeleton_file("skeleton"));
+    let en = run(here.path(), &["skeleton", "07", "--lang", "en"]);
+    assert!(en.status.success(), "{}", describe(&en));
+    assert_eq!(en.stdout, skeleton_file("skeleton.en"));
+    let en_env = pi_course(here.path())
+        .env("PI_COURSE_LANG", "en")
+        .args(["skeleton", "07"])
+        .output()
+        .unwrap();
+    assert_eq!(en_env.stdout, skeleton_file("skeleton.en"));
+    // It writes nothing.
+    assert_eq!(fs::read_dir(here.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn skeleton_of_an_unknown_chapter_is_bad_input() {
+    let here = tempfile::tempdir().unwrap();
+    for (lang, word) in [("zh", "07"), ("en", "07")] {
+        let out = run(here.path(), &["skeleton", "99", "--lang", lang]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        assert!(out.stdout.is_empty(), "{}", describe(&out));
+        assert!(stderr(&out).contains(word), "{}", describe(&out));
+    }
+}
+
+#[test]
+fn a_deleted_loop_names_the_way_back_in_both_languages() {
+    let (_guard, dir) = practice();
+    fs::remove_file(dir.join("src/agent_loop.rs")).unwrap();
+    let zh = grade(&dir, &[]);
+    let all = format!("{}{}", stdout(&zh), stderr(&zh));
+    assert!(
+        all.contains("`pi-course skeleton 07 > ")
+            && all.contains("src/agent_loop.rs` 取回")
+            && all.contains("找不到"),
+        "{}",
+        describe(&zh)
+    );
+    assert!(!all.contains("GUIDE.md 里的骨架"), "{}", describe(&zh));
+    let en = grade(&dir, &["--lang", "en"]);
+    let all = format!("{}{}", stdout(&en), stderr(&en));
+    assert!(
+        all.contains("`pi-course skeleton 07 --lang en > ") && all.contains("is missing"),
+        "{}",
+        describe(&en)
+    );
+    // Following the advice brings the file back as it was made.
+    let back = run(&dir, &["skeleton", "07"]);
+    fs::write(dir.join("src/agent_loop.rs"), &back.stdout).unwrap();
+    assert_eq!(
+        fs::read(dir.join("src/agent_loop.rs")).unwrap(),
+        skeleton_file("skeleton")
+    );
+    let status = run(&dir, &["status"]);
+    assert!(status.status.success(), "{}", describe(&status));
+}
+
+/// Grades `dir` in both languages; each must be bad input (exit 2) whose stderr holds the given words.
+fn bad_input_in_both_languages(dir: &std::path::Path, zh: &[&str], en: &[&str]) {
+    for (lang, words) in [("zh", zh), ("en", en)] {
+        let out = grade(dir, &["--lang", lang]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        for word in words {
+            assert!(stderr(&out).contains(word), "{word:?}\n{}", describe(&out));
+        }
+    }
+}
+
+#[test]
+fn binary_metadata_is_damaged_not_missing() {
+    let (_guard, dir) = practice();
+    let file = dir.join(".pi-course/practice.toml");
+    fs::write(&file, [0xff_u8, 0xfe, 0x00, 0x9c, 0x80, 0x01]).unwrap();
+    bad_input_in_both_languages(
+        &dir,
+        &["已损坏", "不是文本", "pi-course practice 07"],
+        &["is damaged", "not text", "pi-course practice 07"],
+    );
+    for lang in ["zh", "en"] {
+        let out = grade(&dir, &["--lang", lang]);
+        assert!(!stderr(&out).contains("缺少"), "{}", describe(&out));
+        assert!(
+            !stderr(&out).contains("no .pi-course"),
+            "{}",
+            describe(&out)
+        );
+    }
+    // Nothing was rewritten.
+    assert_eq!(
+        fs::read(&file).unwrap(),
+        [0xff_u8, 0xfe, 0x00, 0x9c, 0x80, 0x01]
+    );
+}
+
+#[test]
+fn unreadable_metadata_says_so() {
+    let (_guard, dir) = practice();
+    let file = dir.join(".pi-course/practice.toml");
+    // A directory where the file should be: reading it fails with something other than "not found", as
+    // an unreadable file does (and this holds even when the tests run as root).
+    fs::remove_file(&file).unwrap();
+    fs::create_dir(&file).unwrap();
+    bad_input_in_both_languages(&dir, &["无法读取", "chmod"], &["Cannot read", "chmod"]);
+}
+
+/// `pi-course grade` in a fresh practice directory with `PI_COURSE_CACHE` set to `cache` (or removed,
+/// with `XDG_CACHE_HOME` set to `xdg`), in `lang`.
+fn grade_with_cache(
+    dir: &std::path::Path,
+    cache: Option<&str>,
+    xdg: Option<&std::path::Path>,
+    lang: &str,
+) -> std::process::Output {
+    let mut command = pi_course(dir);
+    match cache {
+        Some(cache) => command.env("PI_COURSE_CACHE", cache),
+        None => command.env_remove("PI_COURSE_CACHE"),
+    };
+    if let Some(xdg) = xdg {
+        command.env("XDG_CACHE_HOME", xdg);
+    }
+    command.args(["grade", "--lang", lang]).output().unwrap()
+}
+
+#[test]
+fn a_cache_that_is_a_file_names_the_variable_and_the_fix() {
+    let (guard, dir) = practice();
+    let file = guard.path().join("cache-file");
+    fs::write(&file, "not a directory").unwrap();
+    let under = file.join("sub");
+    for cache in [&file, &under] {
+        for (lang, words) in [
+            ("zh", ["无法使用构建缓存", "PI_COURSE_CACHE", "取消设置"]),
+            (
+                "en",
+                ["Cannot use the build cache", "PI_COURSE_CACHE", "unset it"],
+            ),
+        ] {
+            let out = grade_with_cache(&dir, Some(cache.to_str().unwrap()), None, lang);
+            assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+            for word in words {
+                assert!(stderr(&out).contains(word), "{word:?}\n{}", describe(&out));
+            }
+            assert!(!stderr(&out).contains("os error"), "{}", describe(&out));
+        }
+    }
+    assert_eq!(fs::read_to_string(&file).unwrap(), "not a directory");
+    // The default place, under a cache home that is a file, says what to check instead.
+    for (lang, word) in [("zh", "检查"), ("en", "Check the permissions")] {
+        let out = grade_with_cache(&dir, None, Some(&file), lang);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        assert!(stderr(&out).contains(word), "{}", describe(&out));
+    }
+}
+
+#[test]
+fn a_read_only_cache_is_bad_input_with_the_fix() {
+    // Root writes in a read-only directory, so the check is only meaningful for other users.
+    if unsafe { libc::geteuid() } == 0 {
+        eprintln!("skipped: running as root, where a read-only directory is still writable");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let (guard, dir) = practice();
+    let cache = guard.path().join("read-only-cache");
+    fs::create_dir(&cache).unwrap();
+    fs::set_permissions(&cache, fs::Permissions::from_mode(0o555)).unwrap();
+    for (lang, word) in [
+        ("zh", "无法使用构建缓存"),
+        ("en", "Cannot use the build cache"),
+    ] {
+        let out = grade_with_cache(&dir, Some(cache.to_str().unwrap()), None, lang);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        assert!(stderr(&out).contains(word), "{}", describe(&out));
+        assert!(
+            stderr(&out).contains("PI_COURSE_CACHE"),
+            "{}",
+            describe(&out)
+        );
+    }
+    fs::set_permissions(&cache, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_relative_cache_is_refused() {
+    let (_guard, dir) = practice();
+    for (lang, words) in [
+        ("zh", ["相对路径", "绝对路径"]),
+        ("en", ["is a relative path", "absolute path"]),
+    ] {
+        let out = grade_with_cache(&dir, Some("relative-cache"), None, lang);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        for word in words {
+            assert!(stderr(&out).contains(word), "{word:?}\n{}", describe(&out));
+        }
+    }
+    assert!(!dir.join("relative-cache").exists());
+}
+
+/// Starts a grade in a cache of its own (empty), waits for the first-grade notice on stderr, deletes the
+/// cache while the dependencies compile, and returns the grade's exit code and stderr + stdout.
+fn grade_and_delete_the_cache(lang: &str) -> (Option<i32>, String) {
+    use std::io::{BufRead, BufReader, Read};
+    let (guard, dir) = practice();
+    let cache = guard.path().join("own-cache");
+    let mut child = pi_course(&dir)
+        .env("PI_COURSE_CACHE", &cache)
+        .args(["grade", "--lang", lang])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+        if line.contains("首次评分") || line.contains("first grade") {
+            break;
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    for _ in 0..100 {
+        if fs::remove_dir_all(&cache).is_ok() || !cache.exists() {
+            break;
+        }
+    }
+    err.read_to_string(&mut seen).unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = child.wait().unwrap();
+    (
+        status.code(),
+        format!("--- stderr\n{seen}--- stdout\n{out}"),
+    )
+}
+
+#[test]
+fn the_first_grade_says_it_compiles_dependencies_and_a_deleted_cache_says_so() {
+    let (code, text) = grade_and_delete_the_cache("zh");
+    assert!(text.contains("首次评分：依赖只编译这一次"), "{text}");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("构建缓存") && text.contains("被删除"),
+        "{text}"
+    );
+    assert!(!text.contains("编译失败"), "{text}");
+    let (code, text) = grade_and_delete_the_cache("en");
+    assert!(
+        text.contains("first grade: compiling dependencies once"),
+        "{text}"
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("was deleted while this grade was building"),
+        "{text}"
+    );
+    assert!(!text.contains("Does not compile"), "{text}");
+}
+
+#[test]
+fn a_grade_in_a_built_cache_says_nothing_about_a_first_grade() {
+    let (_guard, dir) = practice();
+    let _ = grade(&dir, &[]);
+    for lang in ["zh", "en"] {
+        let out = grade(&dir, &["--lang", lang]);
+        assert!(!stderr(&out).contains("首次评分"), "{}", describe(&out));
+        assert!(!stderr(&out).contains("first grade"), "{}", describe(&out));
+    }
+}
