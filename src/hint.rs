@@ -75,16 +75,15 @@ fn resolve(
 
 /// The first Lab, in chapter order, whose last verdict is not a pass (or that was never graded).
 pub fn first_not_passing<'a>(chapter: &'a Chapter, last: &LastGrade) -> Option<&'a Group> {
-    let not_passing = |optional: bool| {
-        chapter.groups.iter().find(|g| {
-            g.optional == optional
-                && last
-                    .labs
-                    .get(&g.lab)
-                    .is_none_or(|v| v.status != GroupStatus::Pass)
-        })
-    };
-    not_passing(false).or_else(|| not_passing(true))
+    crate::catalog::lab_to_work_on(
+        &chapter.groups,
+        |g| g.optional,
+        |g| {
+            last.labs
+                .get(&g.lab)
+                .is_some_and(|v| v.status == GroupStatus::Pass)
+        },
+    )
 }
 
 fn render(

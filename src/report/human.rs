@@ -114,12 +114,12 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
         .unwrap_or(0);
     let mut any_failure = false;
     // The Lab to work on now: the first required group that does not pass, else the first that does not.
-    let focus = result
-        .groups
-        .iter()
-        .filter(|g| g.status() != GroupStatus::Pass)
-        .min_by_key(|g| !g.decides)
-        .map(|g| g.group.slug.clone());
+    let focus = crate::catalog::lab_to_work_on(
+        &result.groups,
+        |g| !g.decides,
+        |g| g.status() == GroupStatus::Pass,
+    )
+    .map(|g| g.group.slug.clone());
     // A message already shown is cut to its first line (a `todo!()` fails many tests the same way).
     let mut shown = std::collections::HashSet::new();
     for g in &result.groups {
