@@ -12,7 +12,7 @@ use crate::grade::outcome::GroupStatus;
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::report::Style;
-use crate::status::ago;
+use crate::time::ago;
 use crate::ui::Paint;
 use crate::ui::{verdict_mark, verdict_word};
 

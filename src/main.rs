@@ -18,6 +18,7 @@ mod report;
 mod sandbox;
 mod status;
 mod templates;
+mod time;
 mod ui;
 mod watch;
 

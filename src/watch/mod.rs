@@ -219,7 +219,7 @@ async fn watch(practice: &Practice, lang: Lang, opts: &GradeOptions, poll: bool,
                     screen::Standing::Problem(_) | screen::Standing::Unknown => {}
                 }
                 state.result = Some(result);
-                state.graded_at = Some(crate::status::clock_now());
+                state.graded_at = Some(crate::time::clock_now());
                 if std::mem::take(&mut state.queued) {
                     grading = Some(start());
                 }
