@@ -111,6 +111,64 @@ mod tests {
         }
     }
 
+    /// The `{name}` placeholders of a message (names of lowercase letters, digits and `_`).
+    fn placeholders(text: &str) -> std::collections::BTreeSet<&str> {
+        text.split('{')
+            .skip(1)
+            .filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+            .filter(|name| {
+                !name.is_empty()
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            })
+            .collect()
+    }
+
+    /// Both languages of a message take the same placeholders: a `{name}` in one and not the other
+    /// would show a raw `{name}` (or drop a value) in one language only. A `-one` form (see
+    /// [`Lang::t_count`]) takes no placeholder its general form lacks.
+    #[test]
+    fn both_languages_take_the_same_placeholders() {
+        assert!(placeholders("{a} x {b_2} {\"json\": 1} {}").len() == 2);
+        for (key, text) in table() {
+            let (zh, en) = (placeholders(&text.zh), placeholders(&text.en));
+            assert_eq!(zh, en, "message {key:?}: zh and en placeholders differ");
+            assert!(
+                !text.zh.trim().is_empty() && !text.en.trim().is_empty(),
+                "{key:?} is empty"
+            );
+            // (`grade-run-one` is "run one test", not a count form: only keys with a general form.)
+            if let Some((name, general)) = key
+                .strip_suffix("-one")
+                .and_then(|name| table().get(name).map(|g| (name, g)))
+            {
+                let general_name = name;
+                assert!(
+                    zh.is_subset(&placeholders(&general.zh)),
+                    "{key:?} takes a placeholder {general_name:?} does not"
+                );
+            }
+        }
+    }
+
+    /// Keys the code builds from a value (`class-verdict-{verdict}`, `class-build-{build}`) or picks
+    /// from a few (`watch-next-…`), which the search for `t("key"` below cannot see: every one exists.
+    #[test]
+    fn every_computed_key_exists() {
+        let families: [(&str, &[&str]); 3] = [
+            ("class-verdict-", &["pass", "fail", "unbuilt", "ungraded"]),
+            ("class-build-", &["ok", "error", "timeout", "none"]),
+            ("watch-next-", &["lab", "optional"]),
+        ];
+        for (prefix, values) in families {
+            for value in values {
+                let key = format!("{prefix}{value}");
+                assert!(table().contains_key(&key), "message {key:?} missing");
+            }
+        }
+    }
+
     /// Every `t("key"` in the source names a message that exists.
     #[test]
     fn every_key_used_in_code_exists() {
