@@ -20,7 +20,7 @@ pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf, lab: Option<String>) -> 
     let (practice, query) = resolve(catalog, lang, dir, lab)?;
     let chapter = &practice.chapter;
     let last = last::load(&practice.dir);
-    let paint = Paint(Style::detect(crate::cli::Format::Human).color);
+    let paint = Paint(Style::detect(crate::report::Format::Human).color);
 
     let group = match &query {
         Some(q) => chapter

@@ -17,7 +17,7 @@ use crate::ui::{display_width, pad, verdict_mark, verdict_word, Paint};
 
 pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf) -> Result<ExitCode> {
     let practice = Practice::open(catalog, lang, &dir)?;
-    let paint = Paint(Style::detect(crate::cli::Format::Human).color);
+    let paint = Paint(Style::detect(crate::report::Format::Human).color);
     print!("{}", render(&practice, lang, paint));
     Ok(ExitCode::SUCCESS)
 }

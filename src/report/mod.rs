@@ -11,9 +11,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::catalog::Group;
-use crate::cli::Format;
 use crate::grade::Stage;
 use crate::i18n::Lang;
+
+/// The output format on stdout (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+    /// Gradescope's results.json
+    Gradescope,
+}
+
+impl Format {
+    /// A format for programs: stdout holds exactly one JSON document, also for bad input.
+    pub fn is_machine(self) -> bool {
+        matches!(self, Format::Json | Format::Gradescope)
+    }
+}
 
 /// Writes `text` to stdout. A reader that went away (`pi-course grade | head`) is not an error worth a
 /// panic: the verdict is still in the exit status.
