@@ -5,25 +5,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::i18n::Lang;
+pub use crate::i18n::Text;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
-}
-
-/// A text in each language the course speaks.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Text {
-    pub zh: String,
-    pub en: String,
-}
-
-impl Text {
-    pub fn get(&self, lang: Lang) -> &str {
-        match lang {
-            Lang::Zh => &self.zh,
-            Lang::En => &self.en,
-        }
-    }
 }
 
 /// One test group of a chapter: a Lab, run by the module named after its slug.

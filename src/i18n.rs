@@ -6,7 +6,23 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use crate::catalog::{Catalog, Text};
+use serde::Deserialize;
+
+/// A text in each language the course speaks.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Text {
+    pub zh: String,
+    pub en: String,
+}
+
+impl Text {
+    pub fn get(&self, lang: Lang) -> &str {
+        match lang {
+            Lang::Zh => &self.zh,
+            Lang::En => &self.en,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
 pub enum Lang {
@@ -91,9 +107,9 @@ impl Lang {
 fn table() -> &'static BTreeMap<String, Text> {
     static TABLE: OnceLock<BTreeMap<String, Text>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let bytes =
-            Catalog::file("templates/messages.toml").expect("templates/messages.toml is embedded");
-        let text = std::str::from_utf8(bytes).expect("messages.toml is UTF-8");
+        // Read here, not through the catalog: the catalog speaks in languages, so it depends on this
+        // module, never the other way round.
+        let text = include_str!("../templates/messages.toml");
         toml::from_str(text).unwrap_or_else(|e| panic!("invalid templates/messages.toml: {e}"))
     })
 }
