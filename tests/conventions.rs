@@ -203,3 +203,31 @@ fn clap_checks_the_limits_and_reads_the_environment() {
         describe(&help)
     );
 }
+
+#[test]
+fn failure_messages_fit_the_terminal_and_stay_whole_in_a_pipe() {
+    use unicode_width::UnicodeWidthStr;
+    let (_guard, dir) = practice();
+    // The pseudo-terminal is 100 columns wide.
+    let mut command = pi_course(&dir);
+    command.args(["grade", "--color", "never"]);
+    let text = on_a_terminal(command);
+    let messages: Vec<&str> = text
+        .split('\n')
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| l.starts_with("      ") && !l.contains('\x1b'))
+        .collect();
+    assert!(!messages.is_empty(), "{text}");
+    for line in &messages {
+        assert!(line.width() <= 100, "{} columns: {line}", line.width());
+    }
+    assert!(messages.iter().any(|l| l.ends_with('…')), "{text}");
+    // Piped, the same message is whole.
+    let piped = stdout(&grade(&dir, &[]));
+    assert!(
+        piped
+            .lines()
+            .any(|l| l.starts_with("      ") && l.width() > 100),
+        "{piped}"
+    );
+}

@@ -55,6 +55,8 @@ pub struct Style {
     pub color: bool,
     /// A spinner on stderr (stderr is a terminal).
     pub spinner: bool,
+    /// The terminal's width when stdout is one: failure messages are cut to it.
+    pub columns: Option<usize>,
 }
 
 impl Style {
@@ -62,6 +64,7 @@ impl Style {
         Style {
             color: format == Format::Human && crate::ui::color_on(std::io::stdout().is_terminal()),
             spinner: std::io::stderr().is_terminal(),
+            columns: crate::ui::terminal_columns(),
         }
     }
 }
