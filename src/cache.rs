@@ -33,21 +33,10 @@ use crate::catalog::Chapter;
 pub const ENV: &str = "PI_COURSE_CACHE";
 
 /// The default cache root, when neither `--cache` nor `PI_COURSE_CACHE` (read by the command line) names
-/// one: `$XDG_CACHE_HOME` or `~/.cache` (Linux and other Unix), `~/Library/Caches` (macOS), followed by
-/// `pi-course`. `None` when neither is known.
+/// one: the platform's cache directory by `dirs` (`$XDG_CACHE_HOME` or `~/.cache` on Linux,
+/// `~/Library/Caches` on macOS), followed by `pi-course`. `None` when there is none.
 pub fn default_root() -> Option<PathBuf> {
-    let home = std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    let base = if cfg!(target_os = "macos") {
-        home?.join("Library/Caches")
-    } else {
-        match std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from) {
-            Some(dir) if dir.is_absolute() => dir,
-            _ => home?.join(".cache"),
-        }
-    };
-    Some(base.join("pi-course"))
+    dirs::cache_dir().map(|base| base.join("pi-course"))
 }
 
 /// The name of a chapter's build directory: `<id>-<12 hex>`, the hash taken over the given files (paths

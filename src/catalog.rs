@@ -5,25 +5,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use crate::i18n::Lang;
+pub use crate::i18n::Text;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
-}
-
-/// A text in each language the course speaks.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Text {
-    pub zh: String,
-    pub en: String,
-}
-
-impl Text {
-    pub fn get(&self, lang: Lang) -> &str {
-        match lang {
-            Lang::Zh => &self.zh,
-            Lang::En => &self.en,
-        }
-    }
 }
 
 /// One test group of a chapter: a Lab, run by the module named after its slug.
@@ -123,6 +108,21 @@ pub struct Chapter {
     /// The layout `practice` makes now.
     pub current_layout: u32,
     pub old_layouts: Vec<OldLayout>,
+}
+
+/// Which Lab the learner is on, the one place this is decided: the first of `labs` (in chapter order)
+/// that does not pass among the required ones; when every required one passes, the first optional one
+/// that does not. `None` when every Lab passes. Works on groups, their results, or their last verdicts.
+pub fn lab_to_work_on<T>(
+    labs: &[T],
+    optional: impl Fn(&T) -> bool,
+    passes: impl Fn(&T) -> bool,
+) -> Option<&T> {
+    let first = |want_optional: bool| {
+        labs.iter()
+            .find(|lab| optional(lab) == want_optional && !passes(lab))
+    };
+    first(false).or_else(|| first(true))
 }
 
 /// A file as it goes into a practice directory.
@@ -306,6 +306,29 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lab_to_work_on_is_the_first_required_one_not_passing_then_an_optional_one() {
+        // (lab, optional, passes)
+        let labs = [
+            ("7.1", false, true),
+            ("7.2", false, false),
+            ("7.6", true, false),
+        ];
+        let on = |labs: &[(&'static str, bool, bool)]| {
+            lab_to_work_on(labs, |l| l.1, |l| l.2).map(|l| l.0)
+        };
+        assert_eq!(on(&labs), Some("7.2"));
+        assert_eq!(
+            on(&[("7.6", true, false), ("7.1", false, false)]),
+            Some("7.1")
+        );
+        assert_eq!(
+            on(&[("7.1", false, true), ("7.6", true, false)]),
+            Some("7.6")
+        );
+        assert_eq!(on(&[("7.1", false, true), ("7.6", true, true)]), None);
+    }
 
     #[test]
     fn chapter_07_is_embedded_without_its_solution() {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::i18n::Lang;
+pub use crate::report::Format;
 use crate::ui::ColorChoice;
 
 #[derive(Debug, Parser)]
@@ -200,6 +201,31 @@ fn parse_lang(text: &str) -> Result<Lang, String> {
     })
 }
 
+impl From<LimitArgs> for crate::grade::Limits {
+    fn from(args: LimitArgs) -> Self {
+        crate::grade::Limits {
+            timeout: args.timeout,
+            build_timeout: args.build_timeout,
+            memory_limit: args.memory_limit,
+            sandbox: args.sandbox.into(),
+            cache: args.cache,
+        }
+    }
+}
+
+impl From<GradeArgs> for crate::grade::GradeRequest {
+    fn from(args: GradeArgs) -> Self {
+        crate::grade::GradeRequest {
+            dir: args.dir,
+            groups: args.groups,
+            format: args.format,
+            junit: args.junit,
+            per_test: args.per_test,
+            limits: args.limits.into(),
+        }
+    }
+}
+
 /// A size in bytes from `1G`, `512M`, `2GiB`, `64MiB` or a plain number of MiB; at least 16 MiB.
 fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -224,37 +250,6 @@ fn parse_size(text: &str) -> Result<u64, String> {
         return Err(format!("`{text}` is too small: a test needs at least 16M"));
     }
     Ok(bytes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_size;
-
-    #[test]
-    fn sizes_parse_with_units() {
-        assert_eq!(parse_size("1G"), Ok(1 << 30));
-        assert_eq!(parse_size("512M"), Ok(512 << 20));
-        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
-        assert_eq!(parse_size("256"), Ok(256 << 20));
-        assert!(parse_size("1K").is_err());
-        assert!(parse_size("8M").is_err());
-        assert!(parse_size("lots").is_err());
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    Human,
-    Json,
-    /// Gradescope's results.json
-    Gradescope,
-}
-
-impl Format {
-    /// A format for programs: stdout holds exactly one JSON document, also for bad input.
-    pub fn is_machine(self) -> bool {
-        matches!(self, Format::Json | Format::Gradescope)
-    }
 }
 
 impl Command {
@@ -289,4 +284,20 @@ pub fn scan_raw(args: &[std::ffi::OsString]) -> (Option<Format>, Option<Lang>) {
     let format = value_of("--format").and_then(|v| Format::from_str(&v, true).ok());
     let lang = value_of("--lang").and_then(|v| Lang::from_str(&v, true).ok());
     (format, lang)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("512M"), Ok(512 << 20));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("256"), Ok(256 << 20));
+        assert!(parse_size("1K").is_err());
+        assert!(parse_size("8M").is_err());
+        assert!(parse_size("lots").is_err());
+    }
 }

@@ -12,7 +12,7 @@ use crate::grade::outcome::GroupStatus;
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::report::Style;
-use crate::status::ago;
+use crate::time::ago;
 use crate::ui::Paint;
 use crate::ui::{verdict_mark, verdict_word};
 
@@ -20,7 +20,7 @@ pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf, lab: Option<String>) -> 
     let (practice, query) = resolve(catalog, lang, dir, lab)?;
     let chapter = &practice.chapter;
     let last = last::load(&practice.dir);
-    let paint = Paint(Style::detect(crate::cli::Format::Human).color);
+    let paint = Paint(Style::detect(crate::report::Format::Human).color);
 
     let group = match &query {
         Some(q) => chapter
@@ -75,16 +75,15 @@ fn resolve(
 
 /// The first Lab, in chapter order, whose last verdict is not a pass (or that was never graded).
 pub fn first_not_passing<'a>(chapter: &'a Chapter, last: &LastGrade) -> Option<&'a Group> {
-    let not_passing = |optional: bool| {
-        chapter.groups.iter().find(|g| {
-            g.optional == optional
-                && last
-                    .labs
-                    .get(&g.lab)
-                    .is_none_or(|v| v.status != GroupStatus::Pass)
-        })
-    };
-    not_passing(false).or_else(|| not_passing(true))
+    crate::catalog::lab_to_work_on(
+        &chapter.groups,
+        |g| g.optional,
+        |g| {
+            last.labs
+                .get(&g.lab)
+                .is_some_and(|v| v.status == GroupStatus::Pass)
+        },
+    )
 }
 
 fn render(

@@ -6,7 +6,23 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use crate::catalog::{Catalog, Text};
+use serde::Deserialize;
+
+/// A text in each language the course speaks.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Text {
+    pub zh: String,
+    pub en: String,
+}
+
+impl Text {
+    pub fn get(&self, lang: Lang) -> &str {
+        match lang {
+            Lang::Zh => &self.zh,
+            Lang::En => &self.en,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, serde::Serialize)]
 pub enum Lang {
@@ -91,9 +107,9 @@ impl Lang {
 fn table() -> &'static BTreeMap<String, Text> {
     static TABLE: OnceLock<BTreeMap<String, Text>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let bytes =
-            Catalog::file("templates/messages.toml").expect("templates/messages.toml is embedded");
-        let text = std::str::from_utf8(bytes).expect("messages.toml is UTF-8");
+        // Read here, not through the catalog: the catalog speaks in languages, so it depends on this
+        // module, never the other way round.
+        let text = include_str!("../templates/messages.toml");
         toml::from_str(text).unwrap_or_else(|e| panic!("invalid templates/messages.toml: {e}"))
     })
 }
@@ -108,6 +124,64 @@ mod tests {
         let key = table().keys().next().unwrap().clone();
         for lang in [Lang::Zh, Lang::En] {
             assert!(!lang.t(&key, &[]).is_empty());
+        }
+    }
+
+    /// The `{name}` placeholders of a message (names of lowercase letters, digits and `_`).
+    fn placeholders(text: &str) -> std::collections::BTreeSet<&str> {
+        text.split('{')
+            .skip(1)
+            .filter_map(|rest| rest.split_once('}').map(|(name, _)| name))
+            .filter(|name| {
+                !name.is_empty()
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            })
+            .collect()
+    }
+
+    /// Both languages of a message take the same placeholders: a `{name}` in one and not the other
+    /// would show a raw `{name}` (or drop a value) in one language only. A `-one` form (see
+    /// [`Lang::t_count`]) takes no placeholder its general form lacks.
+    #[test]
+    fn both_languages_take_the_same_placeholders() {
+        assert!(placeholders("{a} x {b_2} {\"json\": 1} {}").len() == 2);
+        for (key, text) in table() {
+            let (zh, en) = (placeholders(&text.zh), placeholders(&text.en));
+            assert_eq!(zh, en, "message {key:?}: zh and en placeholders differ");
+            assert!(
+                !text.zh.trim().is_empty() && !text.en.trim().is_empty(),
+                "{key:?} is empty"
+            );
+            // (`grade-run-one` is "run one test", not a count form: only keys with a general form.)
+            if let Some((name, general)) = key
+                .strip_suffix("-one")
+                .and_then(|name| table().get(name).map(|g| (name, g)))
+            {
+                let general_name = name;
+                assert!(
+                    zh.is_subset(&placeholders(&general.zh)),
+                    "{key:?} takes a placeholder {general_name:?} does not"
+                );
+            }
+        }
+    }
+
+    /// Keys the code builds from a value (`class-verdict-{verdict}`, `class-build-{build}`) or picks
+    /// from a few (`watch-next-…`), which the search for `t("key"` below cannot see: every one exists.
+    #[test]
+    fn every_computed_key_exists() {
+        let families: [(&str, &[&str]); 3] = [
+            ("class-verdict-", &["pass", "fail", "unbuilt", "ungraded"]),
+            ("class-build-", &["ok", "error", "timeout", "none"]),
+            ("watch-next-", &["lab", "optional"]),
+        ];
+        for (prefix, values) in families {
+            for value in values {
+                let key = format!("{prefix}{value}");
+                assert!(table().contains_key(&key), "message {key:?} missing");
+            }
         }
     }
 

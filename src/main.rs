@@ -18,6 +18,7 @@ mod report;
 mod sandbox;
 mod status;
 mod templates;
+mod time;
 mod ui;
 mod watch;
 
@@ -59,7 +60,7 @@ fn main() -> ExitCode {
             dir,
             classroom,
         } => practice::run(&catalog, lang, &chapter, dir, classroom),
-        Command::Grade(args) => grade::run(&catalog, lang, args),
+        Command::Grade(args) => grade::run(&catalog, lang, args.into()),
         Command::GradeClass(args) => class::run(&catalog, lang, args),
         Command::List => list::run(&catalog, lang),
         Command::Skeleton { chapter } => practice::print_skeleton(&catalog, lang, &chapter),
@@ -67,7 +68,9 @@ fn main() -> ExitCode {
             cli::print_completions(shell);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Watch { dir, poll, limits } => watch::run(&catalog, lang, dir, poll, limits),
+        Command::Watch { dir, poll, limits } => {
+            watch::run(&catalog, lang, dir, poll, limits.into())
+        }
         Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),
         Command::Status { dir } => status::run(&catalog, lang, dir),
     };

@@ -49,10 +49,7 @@ pub fn fingerprint(bytes: &[u8]) -> String {
 
 impl Metadata {
     pub fn for_chapter(chapter: &Chapter) -> Metadata {
-        let created = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let created = crate::time::now();
         Metadata {
             chapter: chapter.id.clone(),
             made_by: env!("CARGO_PKG_VERSION").to_string(),

@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::SystemTime;
 
 use crate::catalog::{Catalog, Chapter};
 use crate::error::Result;
@@ -13,11 +12,12 @@ use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::practice::free_sibling;
 use crate::report::{title_width, Style};
+use crate::time::ago;
 use crate::ui::{display_width, pad, verdict_mark, verdict_word, Paint};
 
 pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf) -> Result<ExitCode> {
     let practice = Practice::open(catalog, lang, &dir)?;
-    let paint = Paint(Style::detect(crate::cli::Format::Human).color);
+    let paint = Paint(Style::detect(crate::report::Format::Human).color);
     print!("{}", render(&practice, lang, paint));
     Ok(ExitCode::SUCCESS)
 }
@@ -163,9 +163,7 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
 /// Seconds since the Unix epoch when `path` was last modified.
 fn modified(path: &Path) -> Option<u64> {
     let time = std::fs::metadata(path).ok()?.modified().ok()?;
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .ok()
-        .map(|d| d.as_secs())
+    Some(crate::time::epoch_secs(time))
 }
 
 /// A sibling of the practice directory that does not exist yet (see [`free_sibling`]), shown relative to
@@ -188,105 +186,9 @@ fn new_dir_suggestion(chapter: &Chapter, dir: &Path) -> String {
     }
 }
 
-/// When `time` (seconds since the Unix epoch) was, for a person: "just now", "5 minutes ago", ... and
-/// past a day the local date and time.
-pub fn ago(time: u64, lang: Lang) -> String {
-    let now = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let secs = now.saturating_sub(time);
-    match secs {
-        0..60 => lang.t("time-just-now", &[]),
-        60..120 => lang.t("time-minute-ago", &[]),
-        120..3600 => lang.t("time-minutes-ago", &[("n", &(secs / 60))]),
-        3600..7200 => lang.t("time-hour-ago", &[]),
-        7200..86400 => lang.t("time-hours-ago", &[("n", &(secs / 3600))]),
-        _ => local_time(time)
-            .map(|t| {
-                format!(
-                    "{:04}-{:02}-{:02} {:02}:{:02}",
-                    t.year, t.month, t.day, t.hour, t.minute
-                )
-            })
-            .unwrap_or_else(|| lang.t("time-days-ago", &[("n", &(secs / 86400))])),
-    }
-}
-
-/// A moment in the local time zone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LocalTime {
-    pub year: i32,
-    pub month: u32,
-    pub day: u32,
-    pub hour: u32,
-    pub minute: u32,
-    pub second: u32,
-}
-
-/// `time` (seconds since the Unix epoch) in the local time zone, by the C library (which reads `TZ` and
-/// the system's zone).
-pub fn local_time(time: u64) -> Option<LocalTime> {
-    let t = libc::time_t::try_from(time).ok()?;
-    // SAFETY: tm is plain data; localtime_r reads `t` and fills `tm`, and is thread-safe.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
-        return None;
-    }
-    Some(LocalTime {
-        year: tm.tm_year + 1900,
-        month: (tm.tm_mon + 1) as u32,
-        day: tm.tm_mday as u32,
-        hour: tm.tm_hour as u32,
-        minute: tm.tm_min as u32,
-        second: tm.tm_sec as u32,
-    })
-}
-
-/// The local time of day now, `HH:MM:SS`.
-pub fn clock_now() -> String {
-    let now = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    local_time(now)
-        .map(|t| format!("{:02}:{:02}:{:02}", t.hour, t.minute, t.second))
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn now() -> u64 {
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-    }
-
-    #[test]
-    fn times_read_as_people_say_them() {
-        assert_eq!(ago(now(), Lang::En), "just now");
-        assert_eq!(ago(now() - 5 * 60, Lang::En), "5 minutes ago");
-        assert_eq!(ago(now() - 5 * 60, Lang::Zh), "5 分钟前");
-        assert_eq!(ago(now() - 90, Lang::En), "1 minute ago");
-        assert_eq!(ago(now() - 3 * 3600, Lang::En), "3 hours ago");
-        let old = ago(now() - 3 * 86400, Lang::En);
-        assert!(
-            old.len() == "2025-01-02 14:03".len() && old.contains('-'),
-            "{old}"
-        );
-        // A clock that went backwards is not "in the future".
-        assert_eq!(ago(now() + 100, Lang::En), "just now");
-    }
-
-    #[test]
-    fn local_time_is_a_calendar_date() {
-        let t = local_time(now()).unwrap();
-        assert!(t.year >= 2024 && (1..=12).contains(&t.month) && (1..=31).contains(&t.day));
-        assert_eq!(clock_now().len(), "12:03:04".len());
-    }
 
     #[test]
     fn a_new_directory_is_suggested_beside_the_old_one() {

@@ -34,6 +34,16 @@ pub fn color_on(is_terminal: bool) -> bool {
     }
 }
 
+/// The columns of the terminal stdout is, or `None` when stdout is not a terminal.
+pub fn terminal_columns() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let size = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    (size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
 /// The spinner's frames, for `grade` and `watch` alike.
 pub const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 

@@ -3,11 +3,7 @@
 
 mod support;
 
-use std::fs::File;
-use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use support::*;
 
@@ -35,51 +31,6 @@ fn completions_for_each_shell() {
 
 fn fs_count(dir: &Path) -> usize {
     std::fs::read_dir(dir).unwrap().count()
-}
-
-/// Runs `command` with stdout and stderr on a pseudo-terminal of its own; returns all it wrote.
-fn on_a_terminal(mut command: Command) -> String {
-    let (mut master, mut slave) = (-1, -1);
-    let size = libc::winsize {
-        ws_row: 40,
-        ws_col: 100,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: openpty fills the two descriptors; null name and settings are allowed.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            &size,
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    for fd in [master, slave] {
-        // Other tests start processes concurrently: they must not inherit this terminal.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-    }
-    // SAFETY: both descriptors are fresh and owned here.
-    let (mut master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave));
-    let mut child = command.spawn().unwrap();
-    drop(command);
-    let mut all = Vec::new();
-    let mut buf = [0u8; 8192];
-    // Ends with EIO once the child has closed the terminal.
-    while let Ok(n) = master.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        all.extend_from_slice(&buf[..n]);
-    }
-    child.wait().unwrap();
-    String::from_utf8_lossy(&all).into_owned()
 }
 
 /// An escape that sets a color (`ESC [ ... m`), as opposed to moving the cursor.
@@ -250,5 +201,33 @@ fn clap_checks_the_limits_and_reads_the_environment() {
         stdout(&help).contains("PI_COURSE_CACHE"),
         "{}",
         describe(&help)
+    );
+}
+
+#[test]
+fn failure_messages_fit_the_terminal_and_stay_whole_in_a_pipe() {
+    use unicode_width::UnicodeWidthStr;
+    let (_guard, dir) = practice();
+    // The pseudo-terminal is 100 columns wide.
+    let mut command = pi_course(&dir);
+    command.args(["grade", "--color", "never"]);
+    let text = on_a_terminal(command);
+    let messages: Vec<&str> = text
+        .split('\n')
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| l.starts_with("      ") && !l.contains('\x1b'))
+        .collect();
+    assert!(!messages.is_empty(), "{text}");
+    for line in &messages {
+        assert!(line.width() <= 100, "{} columns: {line}", line.width());
+    }
+    assert!(messages.iter().any(|l| l.ends_with('…')), "{text}");
+    // Piped, the same message is whole.
+    let piped = stdout(&grade(&dir, &[]));
+    assert!(
+        piped
+            .lines()
+            .any(|l| l.starts_with("      ") && l.width() > 100),
+        "{piped}"
     );
 }

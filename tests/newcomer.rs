@@ -294,3 +294,26 @@ fn a_grade_in_a_built_cache_says_nothing_about_a_first_grade() {
         assert!(!stderr(&out).contains("first grade"), "{}", describe(&out));
     }
 }
+
+#[test]
+fn the_first_grade_counts_the_crates_on_a_terminal() {
+    let (guard, dir) = practice();
+    let mut command = pi_course(&dir);
+    command
+        .env("PI_COURSE_CACHE", guard.path().join("own-cache"))
+        .args(["grade", "--lang", "en"]);
+    let text = on_a_terminal(command);
+    assert!(
+        text.contains("first grade: compiling dependencies once"),
+        "{text}"
+    );
+    // The spinner's line: "first grade: compiling dependencies, N/M crates", N growing.
+    let counts: Vec<usize> = text
+        .split("compiling dependencies, ")
+        .skip(1)
+        .filter_map(|rest| rest.split('/').next()?.parse().ok())
+        .collect();
+    assert!(counts.iter().any(|&n| n > 0), "{text}");
+    assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+    assert!(text.contains(" crates"), "{text}");
+}

@@ -40,7 +40,7 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use crate::catalog::{Catalog, Chapter};
-use crate::cli::{ClassArgs, Format};
+use crate::cli::ClassArgs;
 use crate::error::{Result, UserError};
 use crate::grade::last::write_atomically;
 use crate::grade::outcome::{format_points, Problem};
@@ -48,6 +48,7 @@ use crate::grade::{self, GradeOptions, GradeResult};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::report;
+use crate::report::Format;
 use crate::{cache, practice};
 
 use entries::{Entry, Shape};
@@ -122,7 +123,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: ClassArgs) -> Result<ExitCode> {
     }
     check_out(&args.out, &args.submissions, lang)?;
     let entries = entries::scan(&args.submissions, &chapter, lang)?;
-    let mut opts = GradeOptions::from_args(&args.limits, lang)?;
+    let mut opts = GradeOptions::from_args(&args.limits.clone().into(), lang)?;
     opts.record_last_grade = false;
     opts.slots = jobs.max(cache::SLOTS);
     opts.grades_at_once = jobs;

@@ -52,10 +52,7 @@ pub fn load(practice_dir: &Path) -> Option<LastGrade> {
 
 /// Records the verdict of each graded group, keeping the other Labs' earlier verdicts.
 pub fn record(practice_dir: &Path, result: &GradeResult) -> std::io::Result<()> {
-    let time = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let time = crate::time::now();
     let mut last = load(practice_dir).unwrap_or(LastGrade {
         version: 1,
         labs: BTreeMap::new(),

@@ -19,10 +19,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use crate::catalog::{Catalog, Chapter, Group};
-use crate::cli::{Format, GradeArgs, LimitArgs};
 use crate::error::{Result, UserError};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
+use crate::report::Format;
 use crate::sandbox::Sandbox;
 use crate::{cache, report};
 
@@ -82,10 +82,38 @@ impl GradeOptions {
     }
 }
 
+/// How learner code is bounded while graded, as the command line gave it (`grade`, `watch`,
+/// `grade-class`); [`GradeOptions::from_args`] checks it.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Per-test timeout in seconds (at least 1).
+    pub timeout: u64,
+    /// The build's time limit in seconds (at least 1).
+    pub build_timeout: u64,
+    /// Bytes a test process may use.
+    pub memory_limit: u64,
+    pub sandbox: crate::sandbox::Mode,
+    /// `--cache` or `PI_COURSE_CACHE`; `None`: the platform's cache directory.
+    pub cache: Option<PathBuf>,
+}
+
+/// What `pi-course grade` was asked to do.
+#[derive(Debug, Clone)]
+pub struct GradeRequest {
+    pub dir: PathBuf,
+    /// `--group` queries: slug, name or Lab number.
+    pub groups: Vec<String>,
+    pub format: Format,
+    pub junit: Option<PathBuf>,
+    /// With Gradescope's format: one entry per test.
+    pub per_test: bool,
+    pub limits: Limits,
+}
+
 impl GradeOptions {
     /// The options `grade` and `watch` take from the command line. Bad values, a missing cache
     /// directory, or `--sandbox require` where there is no sandbox are bad input.
-    pub fn from_args(args: &LimitArgs, lang: Lang) -> Result<GradeOptions> {
+    pub fn from_args(args: &Limits, lang: Lang) -> Result<GradeOptions> {
         // clap has refused a zero timeout already (`--timeout`, `--build-timeout`: ranges from 1).
         let cache = usable_cache(args.cache.clone(), lang)?;
         let limits = crate::sandbox::Limits {
@@ -93,7 +121,7 @@ impl GradeOptions {
             build_cpu_secs: args.build_timeout + 60,
             ..Default::default()
         };
-        let sandbox = Sandbox::new(args.sandbox.into(), limits).map_err(|missing| {
+        let sandbox = Sandbox::new(args.sandbox, limits).map_err(|missing| {
             UserError::new(lang.t("grade-sandbox-required", &[("reason", &missing.0)]))
                 .with_fix(lang.t("grade-sandbox-required-fix", &[]))
         })?;
@@ -437,7 +465,7 @@ fn remember_list(target: &std::path::Path, names: &[String]) {
 }
 
 /// The `grade` command: open, select, grade, report. Exit 0 pass, 1 fail or error, 2 bad input.
-pub fn run(catalog: &Catalog, lang: Lang, args: GradeArgs) -> Result<ExitCode> {
+pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode> {
     let practice = Practice::open(catalog, lang, &args.dir)?;
     let groups = select_groups(&practice.chapter, &args.groups, lang)?;
     prepare::check_editable(&practice.chapter, &practice.dir).map_err(|unreadable| {

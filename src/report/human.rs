@@ -35,11 +35,19 @@ pub enum Detail {
 }
 
 pub fn print(result: &GradeResult, lang: Lang, style: &Style, detail: Detail) {
-    super::emit(&render(result, lang, style.color, detail));
+    super::emit(&render(result, lang, style.color, detail, style.columns));
 }
 
-pub fn render(result: &GradeResult, lang: Lang, color: bool, detail: Detail) -> String {
-    let mut out = render_verdicts(result, lang, color, detail);
+/// `columns`: the terminal's width, which message lines are cut to; `None` (not a terminal): the fixed
+/// limits, [`REPEAT_COLUMNS`] and [`LINE_CHARS`].
+pub fn render(
+    result: &GradeResult,
+    lang: Lang,
+    color: bool,
+    detail: Detail,
+    columns: Option<usize>,
+) -> String {
+    let mut out = render_verdicts(result, lang, color, detail, columns);
     let paint = Paint(color);
     let line = protection_line(&result.protection, lang);
     match result.protection.active {
@@ -61,8 +69,16 @@ pub fn protection_line(protection: &crate::sandbox::Protection, lang: Lang) -> S
     }
 }
 
-fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail) -> String {
+fn render_verdicts(
+    result: &GradeResult,
+    lang: Lang,
+    color: bool,
+    detail: Detail,
+    columns: Option<usize>,
+) -> String {
     let paint = Paint(color);
+    // Message lines are indented by six columns.
+    let message_columns = columns.map(|c| c.saturating_sub(6).max(20));
     let mut out = String::new();
     for w in &result.warnings {
         writeln!(out, "{} {}", paint.yellow("⚠"), w.message(lang)).unwrap();
@@ -114,12 +130,12 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
         .unwrap_or(0);
     let mut any_failure = false;
     // The Lab to work on now: the first required group that does not pass, else the first that does not.
-    let focus = result
-        .groups
-        .iter()
-        .filter(|g| g.status() != GroupStatus::Pass)
-        .min_by_key(|g| !g.decides)
-        .map(|g| g.group.slug.clone());
+    let focus = crate::catalog::lab_to_work_on(
+        &result.groups,
+        |g| !g.decides,
+        |g| g.status() == GroupStatus::Pass,
+    )
+    .map(|g| g.group.slug.clone());
     // A message already shown is cut to its first line (a `todo!()` fails many tests the same way).
     let mut shown = std::collections::HashSet::new();
     for g in &result.groups {
@@ -183,10 +199,15 @@ fn render_verdicts(result: &GradeResult, lang: Lang, color: bool, detail: Detail
             };
             if brief || shown.contains(&message) {
                 let first = message.lines().next().unwrap_or_default();
-                writeln!(out, "      {}", paint.dim(&cut(first, REPEAT_COLUMNS))).unwrap();
+                let width = message_columns.unwrap_or(REPEAT_COLUMNS);
+                writeln!(out, "      {}", paint.dim(&cut(first, width))).unwrap();
                 continue;
             }
             for line in trim_message(&message) {
+                let line = match message_columns {
+                    Some(width) => cut(&line, width),
+                    None => line,
+                };
                 writeln!(out, "      {line}").unwrap();
             }
             shown.insert(message);

@@ -3,73 +3,29 @@
 //! one an `<error type="timeout">`; when the code did not build, each group holds one `build` test case
 //! with an `<error type="build">` carrying the compiler's output. Points are properties of each suite:
 //! `score` and `max` for the group, `grade.score` and `grade.max` for the whole grade.
+//!
+//! The XML is written by `quick-junit` (nextest's own), which escapes text and drops the characters XML
+//! cannot hold; the counts of each suite and of the whole report follow from its test cases.
 
-use std::fmt::Write as _;
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::grade::outcome::{format_points, GroupResult, TestStatus};
+use crate::grade::outcome::{format_points, TestStatus};
 use crate::grade::GradeResult;
 use crate::i18n::Lang;
 use crate::ui::strip_ansi;
 
 pub fn render(result: &GradeResult, lang: Lang) -> String {
-    let count =
-        |pred: &dyn Fn(&GroupResult) -> usize| result.groups.iter().map(pred).sum::<usize>();
     let built = result.problem.is_none();
-    let tests = if built {
-        count(&|g| g.total())
-    } else {
-        result.groups.len()
-    };
-    let failures = count(&|g| {
-        g.tests
-            .iter()
-            .filter(|t| t.status() == TestStatus::Fail)
-            .count()
-    });
-    let errors = if built {
-        count(&|g| {
-            g.tests
-                .iter()
-                .filter(|t| t.status() == TestStatus::Timeout)
-                .count()
-        })
-    } else {
-        result.groups.len()
-    };
-    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    writeln!(
-        x,
-        "<testsuites name=\"pi-course {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\">",
-        esc(&result.chapter),
-        result.elapsed.as_secs_f64()
-    )
-    .unwrap();
+    let mut report = Report::new(format!("pi-course {}", result.chapter));
+    report.set_time(result.elapsed);
+    let protection = &result.protection;
+    let layers = protection.layers.join(",");
+    let grade_score = format_points(result.score());
+    let grade_max = format_points(result.max());
     for g in &result.groups {
-        let failures = g
-            .tests
-            .iter()
-            .filter(|t| t.status() == TestStatus::Fail)
-            .count();
-        let timeouts = g
-            .tests
-            .iter()
-            .filter(|t| t.status() == TestStatus::Timeout)
-            .count();
-        let time: f64 = g.tests.iter().map(|t| t.duration.as_secs_f64()).sum();
-        let (tests, errors) = if built { (g.total(), timeouts) } else { (1, 1) };
-        writeln!(
-            x,
-            "  <testsuite name=\"{}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"0\" time=\"{time:.3}\">",
-            esc(&g.group.slug)
-        )
-        .unwrap();
-        x.push_str("    <properties>\n");
-        let protection = &result.protection;
-        let layers = protection.layers.join(",");
+        let mut suite = TestSuite::new(g.group.slug.as_str());
         let score = format_points(g.score(result.partial_credit));
         let max = format_points(g.max());
-        let grade_score = format_points(result.score());
-        let grade_max = format_points(result.max());
         for (name, value) in [
             ("lab", g.group.lab.as_str()),
             ("name", g.group.name.get(lang)),
@@ -86,78 +42,51 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
             ("sandbox.layers", &layers),
             ("sandbox.reason", protection.reason.as_deref().unwrap_or("")),
         ] {
-            writeln!(
-                x,
-                "      <property name=\"{name}\" value=\"{}\"/>",
-                esc(value)
-            )
-            .unwrap();
+            suite.add_property(Property::new(name, value));
         }
-        x.push_str("    </properties>\n");
         let classname = format!("{}.{}", result.test_target, g.group.slug);
         if !built {
-            let message = strip_ansi(&result.message(lang));
-            writeln!(
-                x,
-                "    <testcase name=\"build\" classname=\"{}\" time=\"0\">\n      <error type=\"build\" message=\"{}\">{}</error>\n    </testcase>",
-                esc(&classname),
-                esc(&result.summary(lang)),
-                esc(&message)
-            )
-            .unwrap();
+            let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+            status
+                .set_type("build")
+                .set_message(result.summary(lang))
+                .set_description(strip_ansi(&result.message(lang)));
+            let mut case = TestCase::new("build", status);
+            case.set_classname(classname.as_str())
+                .set_time(std::time::Duration::ZERO);
+            suite.add_test_case(case);
         }
+        let mut time = std::time::Duration::ZERO;
         for t in &g.tests {
-            write!(
-                x,
-                "    <testcase name=\"{}\" classname=\"{}\" time=\"{:.3}\"",
-                esc(&t.name),
-                esc(&classname),
-                t.duration.as_secs_f64()
-            )
-            .unwrap();
+            time += t.duration;
             let message = t.message(lang).map(|m| strip_ansi(&m)).unwrap_or_default();
-            let first = message.lines().next().unwrap_or_default();
-            match t.status() {
-                TestStatus::Pass => x.push_str("/>\n"),
-                TestStatus::Fail => writeln!(
-                    x,
-                    ">\n      <failure type=\"failure\" message=\"{}\">{}</failure>\n    </testcase>",
-                    esc(first),
-                    esc(&message)
-                )
-                .unwrap(),
-                TestStatus::Timeout => writeln!(
-                    x,
-                    ">\n      <error type=\"timeout\" message=\"{}\">{}</error>\n    </testcase>",
-                    esc(first),
-                    esc(&message)
-                )
-                .unwrap(),
-            }
+            let first = message.lines().next().unwrap_or_default().to_string();
+            let status = match t.status() {
+                TestStatus::Pass => TestCaseStatus::success(),
+                TestStatus::Fail | TestStatus::Timeout => {
+                    let (kind, ty) = if t.status() == TestStatus::Fail {
+                        (NonSuccessKind::Failure, "failure")
+                    } else {
+                        (NonSuccessKind::Error, "timeout")
+                    };
+                    let mut status = TestCaseStatus::non_success(kind);
+                    status
+                        .set_type(ty)
+                        .set_message(first)
+                        .set_description(message);
+                    status
+                }
+            };
+            let mut case = TestCase::new(t.name.as_str(), status);
+            case.set_classname(classname.as_str()).set_time(t.duration);
+            suite.add_test_case(case);
         }
-        x.push_str("  </testsuite>\n");
+        suite.set_time(time);
+        report.add_test_suite(suite);
     }
-    x.push_str("</testsuites>\n");
-    x
-}
-
-/// Escapes text for an XML attribute or element, dropping characters XML 1.0 cannot hold.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            '\t' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
+    report
+        .to_string()
+        .expect("a JUnit report of strings always serializes")
 }
 
 #[cfg(test)]
@@ -165,11 +94,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escapes_markup_and_control_characters() {
-        assert_eq!(
-            esc("a<b>&\"c'\x1b\x07"),
-            "a&lt;b&gt;&amp;&quot;c&apos;\u{FFFD}\u{FFFD}"
-        );
-        assert_eq!(esc("1\n2"), "1&#10;2");
+    fn markup_and_control_characters_make_valid_xml() {
+        let mut suite = TestSuite::new("s");
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        status
+            .set_message("a<b>&\"c'\x1b\x07")
+            .set_description("1\n2 \x1b[31m红\x1b[0m");
+        suite.add_test_case(TestCase::new("t<1>", status));
+        let mut report = Report::new("r");
+        report.add_test_suite(suite);
+        let xml = report.to_string().unwrap();
+        assert!(xml.contains("a&lt;b&gt;&amp;"), "{xml}");
+        assert!(!xml.contains('\x1b') && !xml.contains('\x07'), "{xml}");
+        assert!(xml.contains("t&lt;1&gt;"), "{xml}");
+        assert!(xml.contains("红"), "{xml}");
     }
 }

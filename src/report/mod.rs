@@ -11,9 +11,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::catalog::Group;
-use crate::cli::Format;
 use crate::grade::Stage;
 use crate::i18n::Lang;
+
+/// The output format on stdout (`--format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+    /// Gradescope's results.json
+    Gradescope,
+}
+
+impl Format {
+    /// A format for programs: stdout holds exactly one JSON document, also for bad input.
+    pub fn is_machine(self) -> bool {
+        matches!(self, Format::Json | Format::Gradescope)
+    }
+}
 
 /// Writes `text` to stdout. A reader that went away (`pi-course grade | head`) is not an error worth a
 /// panic: the verdict is still in the exit status.
@@ -40,6 +55,8 @@ pub struct Style {
     pub color: bool,
     /// A spinner on stderr (stderr is a terminal).
     pub spinner: bool,
+    /// The terminal's width when stdout is one: failure messages are cut to it.
+    pub columns: Option<usize>,
 }
 
 impl Style {
@@ -47,6 +64,7 @@ impl Style {
         Style {
             color: format == Format::Human && crate::ui::color_on(std::io::stdout().is_terminal()),
             spinner: std::io::stderr().is_terminal(),
+            columns: crate::ui::terminal_columns(),
         }
     }
 }

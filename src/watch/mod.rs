@@ -25,7 +25,6 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::catalog::Catalog;
-use crate::cli::LimitArgs;
 use crate::error::{Result, UserError};
 use crate::grade::{self, GradeOptions, GradeResult, Stage};
 use crate::i18n::Lang;
@@ -46,7 +45,7 @@ pub fn run(
     lang: Lang,
     dir: PathBuf,
     poll: bool,
-    limits: LimitArgs,
+    limits: grade::Limits,
 ) -> Result<ExitCode> {
     let practice = Practice::open(catalog, lang, &dir)?;
     let mut opts = GradeOptions::from_args(&limits, lang)?;
@@ -219,7 +218,7 @@ async fn watch(practice: &Practice, lang: Lang, opts: &GradeOptions, poll: bool,
                     screen::Standing::Problem(_) | screen::Standing::Unknown => {}
                 }
                 state.result = Some(result);
-                state.graded_at = Some(crate::status::clock_now());
+                state.graded_at = Some(crate::time::clock_now());
                 if std::mem::take(&mut state.queued) {
                     grading = Some(start());
                 }

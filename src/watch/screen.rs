@@ -79,13 +79,12 @@ pub fn standing(result: Option<&GradeResult>) -> Standing<'_> {
     if let Some(problem) = &result.problem {
         return Standing::Problem(problem);
     }
-    let failing = |optional: bool| {
-        result
-            .groups
-            .iter()
-            .find(|g| g.group.optional == optional && g.status() != GroupStatus::Pass)
-    };
-    match failing(false).or_else(|| failing(true)) {
+    let on = crate::catalog::lab_to_work_on(
+        &result.groups,
+        |g| g.group.optional,
+        |g| g.status() == GroupStatus::Pass,
+    );
+    match on {
         Some(g) => Standing::Lab(g),
         None => Standing::Done,
     }

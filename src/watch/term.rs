@@ -4,10 +4,13 @@
 //! Only canonical mode and echo are turned off. Signal generation (`ISIG`) and output processing stay on,
 //! so Ctrl-C still raises SIGINT (handled by the watch loop, which cancels the grade in flight) and `\n`
 //! still starts a new line.
+//!
+//! The terminal calls go through `rustix::termios`: no `unsafe` here.
 
 use std::io::{IsTerminal, Read, Write};
 use std::sync::Mutex;
 
+use rustix::termios::{self, LocalModes, OptionalActions, SpecialCodeIndex, Termios};
 use tokio::sync::mpsc;
 
 /// A key the watch loop acts on.
@@ -19,13 +22,13 @@ pub enum Key {
 }
 
 /// The terminal settings to go back to, once raw mode is on.
-static SAVED: Mutex<Option<libc::termios>> = Mutex::new(None);
+static SAVED: Mutex<Option<Termios>> = Mutex::new(None);
 
 /// Hides the cursor while the screen is ours; [`restore`] shows it again.
 pub const HIDE_CURSOR: &str = "\x1b[?25l";
 const SHOW_CURSOR: &str = "\x1b[?25h";
 
-fn saved() -> std::sync::MutexGuard<'static, Option<libc::termios>> {
+fn saved() -> std::sync::MutexGuard<'static, Option<Termios>> {
     SAVED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -42,13 +45,9 @@ impl RawMode {
         if !std::io::stdin().is_terminal() {
             return None;
         }
-        // SAFETY: termios is plain data; tcgetattr fills it and only reads fd 0.
-        let mut original: libc::termios = unsafe { std::mem::zeroed() };
-        if unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut original) } != 0 {
-            return None;
-        }
-        *saved() = Some(original);
-        if !apply(original) {
+        let original = termios::tcgetattr(std::io::stdin()).ok()?;
+        *saved() = Some(original.clone());
+        if !apply(&original) {
             *saved() = None;
             return None;
         }
@@ -70,7 +69,7 @@ impl RawMode {
     /// Applies single-key input again, e.g. after the process was stopped (Ctrl-Z) and continued: the
     /// shell puts its own settings back while it has the terminal.
     pub fn reapply(&self) {
-        if let Some(original) = *saved() {
+        if let Some(original) = saved().as_ref() {
             apply(original);
         }
         if self.cursor_hidden {
@@ -88,13 +87,12 @@ impl Drop for RawMode {
 }
 
 /// `original` with canonical mode and echo off, applied to stdin.
-fn apply(original: libc::termios) -> bool {
-    let mut raw = original;
-    raw.c_lflag &= !(libc::ICANON | libc::ECHO);
-    raw.c_cc[libc::VMIN] = 1;
-    raw.c_cc[libc::VTIME] = 0;
-    // SAFETY: tcsetattr reads `raw` and changes only the terminal's settings.
-    unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &raw) == 0 }
+fn apply(original: &Termios) -> bool {
+    let mut raw = original.clone();
+    raw.local_modes &= !(LocalModes::ICANON | LocalModes::ECHO);
+    raw.special_codes[SpecialCodeIndex::VMIN] = 1;
+    raw.special_codes[SpecialCodeIndex::VTIME] = 0;
+    termios::tcsetattr(std::io::stdin(), OptionalActions::Now, &raw).is_ok()
 }
 
 /// Puts the terminal back as it was before [`RawMode::enter`] and shows the cursor. Does nothing when raw
@@ -103,10 +101,7 @@ pub fn restore() {
     let Some(original) = saved().take() else {
         return;
     };
-    // SAFETY: as in `apply`.
-    unsafe {
-        libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &original);
-    }
+    let _ = termios::tcsetattr(std::io::stdin(), OptionalActions::Now, &original);
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(SHOW_CURSOR.as_bytes());
     let _ = out.flush();
@@ -149,12 +144,8 @@ pub fn keys() -> mpsc::UnboundedReceiver<Key> {
 
 /// The terminal's size as (columns, rows), or 80×24 when stdout is not a terminal.
 pub fn size() -> (usize, usize) {
-    // SAFETY: winsize is plain data; TIOCGWINSZ fills it and changes nothing.
-    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
-    if ok && ws.ws_col > 0 && ws.ws_row > 0 {
-        (ws.ws_col as usize, ws.ws_row as usize)
-    } else {
-        (80, 24)
+    match termios::tcgetwinsize(std::io::stdout()) {
+        Ok(ws) if ws.ws_col > 0 && ws.ws_row > 0 => (ws.ws_col as usize, ws.ws_row as usize),
+        _ => (80, 24),
     }
 }

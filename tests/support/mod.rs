@@ -523,3 +523,51 @@ pub fn learner_row<'a>(summary: &'a Value, name: &str) -> &'a Value {
         .find(|r| r["name"] == name)
         .unwrap_or_else(|| panic!("no learner {name} in {summary:#}"))
 }
+
+/// Runs `command` with stdout and stderr on a pseudo-terminal of its own; returns all it wrote.
+pub fn on_a_terminal(mut command: Command) -> String {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (-1, -1);
+    let size = libc::winsize {
+        ws_row: 40,
+        ws_col: 100,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty fills the two descriptors; null name and settings are allowed.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            &size,
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    for fd in [master, slave] {
+        // Other tests start processes concurrently: they must not inherit this terminal.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+    // SAFETY: both descriptors are fresh and owned here.
+    let (mut master, slave) =
+        unsafe { (fs::File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(slave.try_clone().unwrap()))
+        .stderr(std::process::Stdio::from(slave));
+    let mut child = command.spawn().unwrap();
+    drop(command);
+    let mut all = Vec::new();
+    let mut buf = [0u8; 8192];
+    // Ends with EIO once the child has closed the terminal.
+    while let Ok(n) = master.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        all.extend_from_slice(&buf[..n]);
+    }
+    child.wait().unwrap();
+    String::from_utf8_lossy(&all).into_owned()
+}
