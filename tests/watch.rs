@@ -311,8 +311,9 @@ fn a_save_regrades_h_shows_the_hint_and_q_quits() {
 fn with_poll_a_save_is_noticed_without_file_events() {
     let (_guard, dir) = practice();
     let mut w = Watch::start(&dir, &["--poll", "--lang", "en"]);
-    let screen = w.wait_for("the first verdict (7.1 ✗)", FIRST_GRADE, |s| {
-        lab_shows(s, "7.1", '✗') && s.contains("Next: Lab 7.1")
+    // The footer is drawn after the verdict: wait for the whole frame, not a part of it.
+    let screen = w.wait_for("the first verdict (7.1 ✗) and the footer", FIRST_GRADE, |s| {
+        lab_shows(s, "7.1", '✗') && s.contains("Next: Lab 7.1") && s.contains("polling")
     });
     assert!(screen.contains("polling"), "{screen}");
 
