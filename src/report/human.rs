@@ -35,20 +35,14 @@ pub enum Detail {
 }
 
 pub fn print(result: &GradeResult, lang: Lang, style: &Style, detail: Detail) {
-    super::emit(&render(result, lang, style.color, detail, style.columns));
+    super::emit(&render(result, lang, style, detail));
 }
 
-/// `columns`: the terminal's width, which message lines are cut to; `None` (not a terminal): the fixed
-/// limits, [`REPEAT_COLUMNS`] and [`LINE_CHARS`].
-pub fn render(
-    result: &GradeResult,
-    lang: Lang,
-    color: bool,
-    detail: Detail,
-    columns: Option<usize>,
-) -> String {
-    let mut out = render_verdicts(result, lang, color, detail, columns);
-    let paint = Paint(color);
+/// The report for a person. `style.columns`, the terminal's width, is what message lines are cut to;
+/// `None` (not a terminal): the fixed limits, [`REPEAT_COLUMNS`] and [`LINE_CHARS`].
+pub fn render(result: &GradeResult, lang: Lang, style: &Style, detail: Detail) -> String {
+    let mut out = render_verdicts(result, lang, style, detail);
+    let paint = Paint(style.color);
     let line = protection_line(&result.protection, lang);
     match result.protection.active {
         true => writeln!(out, "{}", paint.dim(&line)).unwrap(),
@@ -69,16 +63,10 @@ pub fn protection_line(protection: &crate::sandbox::Protection, lang: Lang) -> S
     }
 }
 
-fn render_verdicts(
-    result: &GradeResult,
-    lang: Lang,
-    color: bool,
-    detail: Detail,
-    columns: Option<usize>,
-) -> String {
-    let paint = Paint(color);
+fn render_verdicts(result: &GradeResult, lang: Lang, style: &Style, detail: Detail) -> String {
+    let paint = Paint(style.color);
     // Message lines are indented by six columns.
-    let message_columns = columns.map(|c| c.saturating_sub(6).max(20));
+    let message_columns = style.columns.map(|c| c.saturating_sub(6).max(20));
     let mut out = String::new();
     for w in &result.warnings {
         writeln!(out, "{} {}", paint.yellow("⚠"), w.message(lang)).unwrap();
@@ -89,7 +77,7 @@ fn render_verdicts(
 
     if let Some(problem) = &result.problem {
         let text = problem.message(lang);
-        let text = if color {
+        let text = if style.color {
             text
         } else {
             crate::ui::strip_ansi(&text)
