@@ -312,9 +312,11 @@ fn with_poll_a_save_is_noticed_without_file_events() {
     let (_guard, dir) = practice();
     let mut w = Watch::start(&dir, &["--poll", "--lang", "en"]);
     // The footer is drawn after the verdict: wait for the whole frame, not a part of it.
-    let screen = w.wait_for("the first verdict (7.1 ✗) and the footer", FIRST_GRADE, |s| {
-        lab_shows(s, "7.1", '✗') && s.contains("Next: Lab 7.1") && s.contains("polling")
-    });
+    let screen = w.wait_for(
+        "the first verdict (7.1 ✗) and the footer",
+        FIRST_GRADE,
+        |s| lab_shows(s, "7.1", '✗') && s.contains("Next: Lab 7.1") && s.contains("polling"),
+    );
     assert!(screen.contains("polling"), "{screen}");
 
     fs::write(dir.join("src/agent_loop.rs"), solution()).unwrap();
