@@ -195,54 +195,51 @@ async fn compile(
     let mut errors = Vec::new();
     let mut error_count = 0;
     let mut success = false;
-    loop {
-        let line = tokio::select! {
-            line = lines.next_line() => line,
-            _ = tokio::time::sleep_until(deadline) => {
-                group.kill();
-                let _ = child.wait().await;
-                return Err(Problem::BuildTimeout { secs: req.timeout.as_secs() });
-            }
-        };
-        let Ok(Some(line)) = line else { break };
-        let Ok(msg) = serde_json::from_str::<Message>(&line) else {
-            continue;
-        };
-        match msg.reason.as_str() {
-            "compiler-artifact" => {
-                if let Some(target) = &msg.target {
-                    let package = msg.package_id.as_deref().and_then(package_name);
-                    on_crate(package.unwrap_or(&target.name));
-                    let is_test = target.kind.iter().any(|k| k == "test");
-                    if is_test && target.name == req.test_target {
-                        exe = msg.executable.or(exe);
-                        fresh = msg.fresh.unwrap_or(false);
-                    }
-                }
-            }
-            "compiler-message" => {
-                let Some(d) = msg.message else { continue };
-                match d.level.as_str() {
-                    "error" | "error: internal compiler error" => {
-                        if !d.spans.is_empty() {
-                            error_count += 1;
+    // Reading cargo's messages and waiting for it to exit share one deadline.
+    let finished = tokio::time::timeout_at(deadline, async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let Ok(msg) = serde_json::from_str::<Message>(&line) else {
+                continue;
+            };
+            match msg.reason.as_str() {
+                "compiler-artifact" => {
+                    if let Some(target) = &msg.target {
+                        let package = msg.package_id.as_deref().and_then(package_name);
+                        on_crate(package.unwrap_or(&target.name));
+                        let is_test = target.kind.iter().any(|k| k == "test");
+                        if is_test && target.name == req.test_target {
+                            if let Some(built) = msg.executable {
+                                exe = Some(built);
+                            }
+                            fresh = msg.fresh.unwrap_or(false);
                         }
-                        errors.extend(d.rendered);
                     }
-                    _ => {}
                 }
+                "compiler-message" => {
+                    let Some(d) = msg.message else { continue };
+                    match d.level.as_str() {
+                        "error" | "error: internal compiler error" => {
+                            if !d.spans.is_empty() {
+                                error_count += 1;
+                            }
+                            errors.extend(d.rendered);
+                        }
+                        _ => {}
+                    }
+                }
+                "build-finished" => success = msg.success.unwrap_or(false),
+                _ => {}
             }
-            "build-finished" => success = msg.success.unwrap_or(false),
-            _ => {}
         }
-    }
-    let status = tokio::select! {
-        status = child.wait() => status,
-        _ = tokio::time::sleep_until(deadline) => {
-            group.kill();
-            let _ = child.wait().await;
-            return Err(Problem::BuildTimeout { secs: req.timeout.as_secs() });
-        }
+        child.wait().await
+    })
+    .await;
+    let Ok(status) = finished else {
+        group.kill();
+        let _ = child.wait().await;
+        return Err(Problem::BuildTimeout {
+            secs: req.timeout.as_secs(),
+        });
     };
     let stderr = stderr.await.map(|c| c.text()).unwrap_or_default();
     let exited_ok = status.as_ref().is_ok_and(|s| s.success());
