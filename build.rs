@@ -8,13 +8,18 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const ROOTS: &[&str] = &["snapshots", "chapters", "templates", "harness"];
+const ROOTS: &[&str] = &["snapshots", "chapters", "templates", "harness", "harness-node"];
 
 fn is_repo_only(rel: &str) -> bool {
     let parts: Vec<&str> = rel.split('/').collect();
-    parts.first() == Some(&"chapters")
-        && parts.len() >= 3
-        && matches!(parts[2], "solution" | "alternatives" | "mutants.toml")
+    if parts.first() != Some(&"chapters") || parts.len() < 3 {
+        return false;
+    }
+    // A chapter's Rust track lives at its top; another track in a folder of its own (`typescript/`).
+    let within = if parts[2] == "typescript" { 3 } else { 2 };
+    parts
+        .get(within)
+        .is_some_and(|part| matches!(*part, "solution" | "alternatives" | "mutants.toml"))
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -25,8 +30,11 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            // Build output of a content crate, if a developer ran cargo inside it.
-            if path.file_name().is_some_and(|n| n == "target") {
+            // Build output of a content crate or package, if a developer built inside it.
+            if path
+                .file_name()
+                .is_some_and(|n| n == "target" || n == "node_modules" || n == "dist")
+            {
                 continue;
             }
             walk(&path, out);

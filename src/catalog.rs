@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::i18n::Lang;
 pub use crate::i18n::Text;
@@ -51,6 +51,54 @@ impl Group {
             || q == self.lab
             || q.strip_prefix("Lab ").or_else(|| q.strip_prefix("lab ")) == Some(self.lab.as_str())
     }
+}
+
+/// The language a learner does a chapter in: its course code, its tests and the toolchain that grades
+/// them. A chapter's Rust track lives at the top of its folder; another track in a folder of its own
+/// (`typescript/`) with a `track.toml` that says what differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Track {
+    #[default]
+    Rust,
+    #[serde(rename = "typescript")]
+    TypeScript,
+}
+
+impl Track {
+    pub const ALL: [Track; 2] = [Track::Rust, Track::TypeScript];
+
+    /// The name users type and metadata records: `rust`, `typescript`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Track::Rust => "rust",
+            Track::TypeScript => "typescript",
+        }
+    }
+
+    /// The track's folder inside a chapter's folder (`""` for the Rust track, which is the chapter's top).
+    fn folder(self) -> &'static str {
+        match self {
+            Track::Rust => "",
+            Track::TypeScript => "typescript/",
+        }
+    }
+}
+
+/// What a chapter's second track changes (`chapters/<chapter>/typescript/track.toml`): everything else,
+/// the groups above all (their slugs, Labs, names and points), is the chapter's.
+#[derive(Debug, Clone, Deserialize)]
+struct TrackManifest {
+    snapshot: Option<String>,
+    default_dir: String,
+    editable: Vec<String>,
+    test_target: String,
+    guide: Text,
+    #[serde(default = "first_layout")]
+    layout: u32,
+    /// Hints by group slug: a track's hints name its own code and commands.
+    #[serde(default)]
+    hints: BTreeMap<String, Text>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -108,6 +156,10 @@ pub struct Chapter {
     /// The layout `practice` makes now.
     pub current_layout: u32,
     pub old_layouts: Vec<OldLayout>,
+    /// The track this value describes (see [`Chapter::with_track`]).
+    pub track: Track,
+    /// The chapter's other tracks, as their manifests describe them.
+    other_tracks: Vec<(Track, TrackManifest)>,
 }
 
 /// Which Lab the learner is on, the one place this is decided: the first of `labs` (in chapter order)
@@ -141,6 +193,53 @@ impl Chapter {
         })
     }
 
+    /// The tracks a learner can do this chapter in, the default first.
+    pub fn tracks(&self) -> Vec<Track> {
+        let mut tracks = vec![Track::Rust];
+        tracks.extend(self.other_tracks.iter().map(|(t, _)| *t));
+        tracks
+    }
+
+    /// This chapter in `track`, `None` when the chapter has no such track. Called on the chapter as the
+    /// catalog holds it (its Rust track).
+    pub fn with_track(&self, track: Track) -> Option<Chapter> {
+        if track == self.track {
+            return Some(self.clone());
+        }
+        let (_, m) = self.other_tracks.iter().find(|(t, _)| *t == track)?;
+        let groups = self
+            .groups
+            .iter()
+            .map(|g| Group {
+                hint: m.hints.get(&g.slug).cloned().unwrap_or_else(|| g.hint.clone()),
+                ..g.clone()
+            })
+            .collect();
+        Some(Chapter {
+            snapshot: m.snapshot.clone(),
+            default_dir: m.default_dir.clone(),
+            editable: m.editable.clone(),
+            test_target: m.test_target.clone(),
+            guide: m.guide.clone(),
+            groups,
+            layout: m.layout,
+            current_layout: m.layout,
+            old_layouts: Vec::new(),
+            track,
+            ..self.clone()
+        })
+    }
+
+    /// The prefix of the full names of `group`'s tests: the Rust track's test module
+    /// (`plain_stop::`), the TypeScript track's Chinese group name (`纯文本 stop › `), which is what the
+    /// chapter's text tells learners to pass to `node --test --test-name-pattern`.
+    pub fn test_prefix(&self, group: &Group) -> String {
+        match self.track {
+            Track::Rust => format!("{}::", group.module()),
+            Track::TypeScript => format!("{} › ", group.name.zh),
+        }
+    }
+
     /// This chapter as a practice directory of `layout` sees it: the current layout, or an older one it
     /// still grades. `None` for a layout this pi-course does not know (a newer one).
     pub fn with_layout(&self, layout: u32) -> Option<Chapter> {
@@ -157,8 +256,15 @@ impl Chapter {
     /// old layout, the chapter's files it had, then its own versions from `layouts/<n>/`.
     pub fn given_files(&self) -> Vec<File> {
         let mut by_path: BTreeMap<&'static str, File> = BTreeMap::new();
-        // Every chapter's tests run on the same harness, which speaks the grader's verdict channel.
-        for f in Self::embedded_under("").filter(|f| f.path.starts_with("harness/")) {
+        // Every chapter's tests run on its track's harness, which speaks the grader's verdict channel:
+        // `harness/` for Rust, `harness-node/harness/` for TypeScript (both land in `harness/`).
+        let harness: Vec<File> = match self.track {
+            Track::Rust => Self::embedded_under("")
+                .filter(|f| f.path.starts_with("harness/"))
+                .collect(),
+            Track::TypeScript => Self::embedded_under("harness-node/").collect(),
+        };
+        for f in harness {
             by_path.insert(f.path, f);
         }
         if let Some(snapshot) = &self.snapshot {
@@ -168,7 +274,7 @@ impl Chapter {
         }
         let old = self.old_layouts.iter().find(|o| o.layout == self.layout);
         let without = old.map_or(&[][..], |o| o.without.as_slice());
-        for f in Self::embedded_under(&format!("chapters/{}/files/", self.folder)) {
+        for f in Self::embedded_under(&self.content_dir("files")) {
             let dropped = without.iter().any(|w| match w.strip_suffix('/') {
                 Some(dir) => f.path.starts_with(&format!("{dir}/")),
                 None => f.path == w,
@@ -189,6 +295,12 @@ impl Chapter {
         by_path.into_values().collect()
     }
 
+    /// Where a folder of this chapter's track lives in the embedded tree: `chapters/07-agent-loop/files/`,
+    /// `chapters/07-agent-loop/typescript/files/`.
+    fn content_dir(&self, name: &str) -> String {
+        format!("chapters/{}/{}{name}/", self.folder, self.track.folder())
+    }
+
     /// The editable files as the learner first receives them by default (the Chinese skeleton).
     #[cfg(test)]
     pub fn skeleton_files(&self) -> Vec<File> {
@@ -199,7 +311,7 @@ impl Chapter {
     /// texts translated), else `skeleton/`. Both declare the same code, so grading never depends on it.
     pub fn skeleton_files_in(&self, lang: Lang) -> Vec<File> {
         let dir = |name: &str| -> Vec<File> {
-            Self::embedded_under(&format!("chapters/{}/{name}/", self.folder)).collect()
+            Self::embedded_under(&self.content_dir(name)).collect()
         };
         let (default, translated) = match lang {
             Lang::Zh => (dir("skeleton"), Vec::new()),
@@ -263,6 +375,18 @@ impl Catalog {
             let text = std::str::from_utf8(bytes).expect("chapter.toml is UTF-8");
             let m: Manifest =
                 toml::from_str(text).unwrap_or_else(|e| panic!("invalid {path}: {e}"));
+            let other_tracks = Track::ALL
+                .into_iter()
+                .filter(|t| *t != Track::Rust)
+                .filter_map(|t| {
+                    let path = format!("chapters/{folder}/{}track.toml", t.folder());
+                    let bytes = Catalog::file(&path)?;
+                    let text = std::str::from_utf8(bytes).expect("track.toml is UTF-8");
+                    let m: TrackManifest =
+                        toml::from_str(text).unwrap_or_else(|e| panic!("invalid {path}: {e}"));
+                    Some((t, m))
+                })
+                .collect();
             chapters.push(Chapter {
                 id: m.id,
                 folder: folder.to_string(),
@@ -277,6 +401,8 @@ impl Catalog {
                 guide: m.guide,
                 partial_credit: m.partial_credit,
                 groups: m.groups,
+                track: Track::Rust,
+                other_tracks,
             });
         }
         chapters.sort_by(|a, b| a.id.cmp(&b.id));

@@ -23,6 +23,23 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `--track`: the tracks a chapter can have (see `catalog::Track`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TrackArg {
+    Rust,
+    #[value(name = "typescript", alias = "ts")]
+    TypeScript,
+}
+
+impl From<TrackArg> for crate::catalog::Track {
+    fn from(track: TrackArg) -> Self {
+        match track {
+            TrackArg::Rust => crate::catalog::Track::Rust,
+            TrackArg::TypeScript => crate::catalog::Track::TypeScript,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Make a fresh practice directory for a chapter
@@ -35,6 +52,9 @@ pub enum Command {
         /// group with its points
         #[arg(long)]
         classroom: bool,
+        /// The language to do the chapter in: rust (default) or typescript (Node 20 or newer and npm)
+        #[arg(long, value_enum, default_value_t = TrackArg::Rust, value_name = "TRACK")]
+        track: TrackArg,
     },
     /// Build the learner's code and run the chapter's test groups against the pristine tests
     Grade(GradeArgs),
@@ -73,6 +93,9 @@ pub enum Command {
     Skeleton {
         /// Chapter id, e.g. 07
         chapter: String,
+        /// The track whose skeleton to print: rust (default) or typescript
+        #[arg(long, value_enum, default_value_t = TrackArg::Rust, value_name = "TRACK")]
+        track: TrackArg,
     },
     /// Print a shell completion script to stdout, e.g. `pi-course completions bash >
     /// ~/.local/share/bash-completion/completions/pi-course`

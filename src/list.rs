@@ -8,7 +8,13 @@ use crate::i18n::Lang;
 
 pub fn run(catalog: &Catalog, lang: Lang) -> Result<ExitCode> {
     for chapter in &catalog.chapters {
-        println!("{}  {}", chapter.id, chapter.title.get(lang));
+        let tracks: Vec<&str> = chapter.tracks().iter().map(|t| t.name()).collect();
+        println!(
+            "{}  {}  ({})",
+            chapter.id,
+            chapter.title.get(lang),
+            lang.t("list-tracks", &[("tracks", &tracks.join(", "))])
+        );
         println!("{}", chapter.group_lines(lang));
     }
     Ok(ExitCode::SUCCESS)

@@ -59,11 +59,14 @@ fn main() -> ExitCode {
             chapter,
             dir,
             classroom,
-        } => practice::run(&catalog, lang, &chapter, dir, classroom),
+            track,
+        } => practice::run(&catalog, lang, &chapter, track.into(), dir, classroom),
         Command::Grade(args) => grade::run(&catalog, lang, args.into()),
         Command::GradeClass(args) => class::run(&catalog, lang, args),
         Command::List => list::run(&catalog, lang),
-        Command::Skeleton { chapter } => practice::print_skeleton(&catalog, lang, &chapter),
+        Command::Skeleton { chapter, track } => {
+            practice::print_skeleton(&catalog, lang, &chapter, track.into())
+        }
         Command::Completions { shell } => {
             cli::print_completions(shell);
             Ok(ExitCode::SUCCESS)

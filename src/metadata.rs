@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::catalog::{Catalog, Chapter};
+use crate::catalog::{Catalog, Chapter, Track};
 use crate::error::{Result, UserError};
 use crate::i18n::Lang;
 use crate::regular_file::{self, Contents};
@@ -31,6 +31,10 @@ pub struct Metadata {
     /// were recorded have layout 1.
     #[serde(default = "first_layout")]
     pub layout: u32,
+    /// The track the directory is in (`rust`, `typescript`); directories made before there were tracks
+    /// are Rust.
+    #[serde(default)]
+    pub track: Track,
     /// sha256 (hex) of every given file, by path relative to the directory.
     pub given: BTreeMap<String, String>,
 }
@@ -55,6 +59,7 @@ impl Metadata {
             made_by: env!("CARGO_PKG_VERSION").to_string(),
             created,
             layout: chapter.layout,
+            track: chapter.track,
             given: chapter
                 .given_files()
                 .iter()
@@ -124,7 +129,14 @@ impl Practice {
             ))
             .with_fix(lang.t("fix-upgrade", &[]))
         })?;
-        // A directory is graded against the given files of the layout it was made with.
+        // A directory is graded in its own track, against the given files of the layout it was made with.
+        let chapter = chapter.with_track(metadata.track).ok_or_else(|| {
+            UserError::new(lang.t(
+                "metadata-unknown-track",
+                &[("track", &metadata.track.name()), ("made_by", &metadata.made_by)],
+            ))
+            .with_fix(lang.t("fix-upgrade", &[]))
+        })?;
         let chapter = chapter.with_layout(metadata.layout).ok_or_else(|| {
             UserError::new(lang.t(
                 "metadata-unknown-layout",

@@ -18,7 +18,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::catalog::{Catalog, Chapter};
+use crate::catalog::{Catalog, Chapter, Track};
 use crate::error::{Result, UserError};
 use crate::i18n::Lang;
 use crate::metadata::{self, Metadata};
@@ -27,12 +27,11 @@ pub fn run(
     catalog: &Catalog,
     lang: Lang,
     query: &str,
+    track: Track,
     dir: Option<PathBuf>,
     classroom: bool,
 ) -> Result<ExitCode> {
-    let chapter = catalog
-        .chapter(query)
-        .ok_or_else(|| unknown_chapter(catalog, lang, query))?;
+    let chapter = &chapter_in(catalog, lang, query, track)?;
     // `components` drops a trailing `/` and inner `./`, so `foo/` and `foo` are the same directory.
     let dir: PathBuf = match dir {
         Some(dir) => dir.components().collect(),
@@ -400,11 +399,14 @@ fn no_access(lang: Lang, chapter: &Chapter, path: &Path, error: &io::Error) -> U
 /// `pi-course skeleton CHAPTER`: the editable files as a fresh practice directory gets them, in `lang`,
 /// on stdout. It writes no file, so it can never overwrite a learner's work; a shell redirect puts a
 /// deleted file back.
-pub fn print_skeleton(catalog: &Catalog, lang: Lang, query: &str) -> Result<ExitCode> {
+pub fn print_skeleton(
+    catalog: &Catalog,
+    lang: Lang,
+    query: &str,
+    track: Track,
+) -> Result<ExitCode> {
     use std::io::Write;
-    let chapter = catalog
-        .chapter(query)
-        .ok_or_else(|| unknown_chapter(catalog, lang, query))?;
+    let chapter = chapter_in(catalog, lang, query, track)?;
     let mut out = io::stdout().lock();
     for file in chapter.skeleton_files_in(lang) {
         // A closed pipe (`| head`) is the reader's choice, not a failure of this command.
@@ -417,6 +419,24 @@ pub fn print_skeleton(catalog: &Catalog, lang: Lang, query: &str) -> Result<Exit
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The chapter `query` names, in `track`; bad input when there is no such chapter or track.
+fn chapter_in(catalog: &Catalog, lang: Lang, query: &str, track: Track) -> Result<Chapter> {
+    let chapter = catalog
+        .chapter(query)
+        .ok_or_else(|| unknown_chapter(catalog, lang, query))?;
+    chapter.with_track(track).ok_or_else(|| {
+        let tracks: Vec<&str> = chapter.tracks().iter().map(|t| t.name()).collect();
+        UserError::new(lang.t(
+            "practice-unknown-track",
+            &[("chapter", &chapter.id), ("track", &track.name())],
+        ))
+        .with_fix(lang.t(
+            "fix-practice-tracks",
+            &[("tracks", &tracks.join(", "))],
+        ))
+    })
 }
 
 fn unknown_chapter(catalog: &Catalog, lang: Lang, query: &str) -> UserError {
@@ -442,6 +462,14 @@ fn print_next_steps(lang: Lang, chapter: &Chapter, dir: &Path) {
         commands.push_str(&format!("  cd {}\n", shell_quote(&dir.to_string_lossy())));
     }
     commands.push_str("  pi-course grade");
+    if chapter.track == Track::TypeScript {
+        commands.push('\n');
+        let group = chapter.groups.first().map_or("", |g| g.name.zh.as_str());
+        commands.push_str(&lang.t(
+            "practice-next-typescript",
+            &[("chapter", &chapter.id), ("group", &group)],
+        ));
+    }
     println!(
         "{}",
         lang.t(

@@ -17,6 +17,8 @@ use crate::process;
 use crate::sandbox::{BuildPaths, Sandbox};
 
 pub struct BuildRequest<'a> {
+    /// The cache root (where the TypeScript track installs its dependencies).
+    pub cache: &'a Path,
     pub build_dir: &'a Path,
     pub target_dir: &'a Path,
     pub test_target: &'a str,
@@ -178,6 +180,7 @@ async fn compile(
     let paths = BuildPaths {
         package: req.build_dir.to_path_buf(),
         target: req.target_dir.to_path_buf(),
+        read: Vec::new(),
     };
     let io_problem = |e: std::io::Error| Problem::Io {
         what: "cargo".into(),

@@ -12,7 +12,6 @@ mod protocol;
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::Path;
 use std::process::Stdio;
 
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
@@ -22,6 +21,7 @@ use tokio::task::JoinHandle;
 
 pub use protocol::Record;
 
+use super::toolchain::TestCommand;
 use crate::process::{self, Captured, ProcessGroup};
 use crate::sandbox::{Sandbox, TestPaths};
 
@@ -50,9 +50,9 @@ pub struct TestProcess {
 }
 
 impl TestProcess {
-    /// Starts `exe` confined by `sandbox`, with `orders` and `key`.
+    /// Starts `command` confined by `sandbox`, with `orders` and `key`.
     pub fn start(
-        exe: &Path,
+        command: &TestCommand,
         sandbox: &Sandbox,
         key: &str,
         orders: Orders<'_>,
@@ -74,14 +74,16 @@ impl TestProcess {
             let _ = orders_write.write_all(text.as_bytes());
         });
 
-        let mut cmd = Command::new(exe);
-        cmd.stdin(Stdio::null())
+        let mut cmd = Command::new(&command.program);
+        cmd.args(&command.args)
+            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         sandbox.confine_test(
             &mut cmd,
             &TestPaths {
-                exe: exe.to_path_buf(),
+                exe: command.program.clone(),
+                read: command.read.clone(),
                 scratch: scratch.path().to_path_buf(),
             },
         )?;

@@ -10,9 +10,11 @@
 pub mod build;
 pub mod channel;
 pub mod last;
+pub mod node;
 pub mod outcome;
 pub mod prepare;
 pub mod runner;
+pub mod toolchain;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -351,6 +353,7 @@ async fn build_and_run(
     });
     let crates = std::cell::Cell::new(0);
     let request = build::BuildRequest {
+        cache: &opts.cache,
         build_dir: &build_dir.path,
         target_dir: &build_dir.target,
         test_target: &chapter.test_target,
@@ -369,7 +372,7 @@ async fn build_and_run(
         sandbox: &opts.sandbox,
         timeout: opts.build_timeout,
     };
-    let built = build::build(&request, &|name| {
+    let command = toolchain::build(chapter.track, &request, &|name| {
         crates.set(crates.get() + 1);
         progress(Stage::Building {
             last_crate: Some(name.to_string()),
@@ -392,13 +395,15 @@ async fn build_and_run(
 
     progress(Stage::Listing);
     let key = channel::new_key().map_err(|e| io_problem("/dev/urandom", e))?;
+    let mut envs = vec![("PI_COURSE_LANG".into(), opts.lang.code().into())];
+    envs.extend(command.envs.iter().cloned());
     let runner = runner::Runner {
-        exe: built.exe,
+        command,
         timeout: opts.timeout,
         jobs: opts.jobs,
         sandbox: opts.sandbox.clone(),
         key,
-        envs: vec![("PI_COURSE_LANG".into(), opts.lang.code().into())],
+        envs,
         grades_at_once: opts.grades_at_once,
     };
     let names = match listed(&build_dir.target) {
@@ -415,7 +420,7 @@ async fn build_and_run(
     let chosen: Vec<String> = result
         .groups
         .iter()
-        .flat_map(|g| runner::tests_of(&names, &g.group.module()))
+        .flat_map(|g| runner::tests_of(&names, &chapter.test_prefix(&g.group)))
         .collect();
     let batches = runner::batches(&chosen, opts.jobs);
 
@@ -432,7 +437,7 @@ async fn build_and_run(
         })
         .await;
     for g in &mut result.groups {
-        let prefix = format!("{}::", g.group.module());
+        let prefix = chapter.test_prefix(&g.group);
         g.tests = results
             .iter()
             .filter(|t| t.name.starts_with(&prefix))

@@ -41,8 +41,10 @@ pub enum Outcome {
     },
 }
 
-/// What the standard library prints when an allocation fails, just before it aborts.
+/// What the Rust standard library prints when an allocation fails, just before it aborts.
 const ALLOCATION_FAILED: &str = "memory allocation of ";
+/// What V8 prints when node's heap reaches its limit, just before it aborts.
+const HEAP_EXHAUSTED: &str = "JavaScript heap out of memory";
 
 /// How a test ended whose process exited without sending its verdict: it never started (`began` false),
 /// ran out of memory, was killed by a signal, or exited in the middle.
@@ -57,10 +59,14 @@ pub fn ended_without_verdict(
         return Outcome::Failed { output };
     }
     match status.signal() {
-        Some(libc::SIGABRT) if output.contains(ALLOCATION_FAILED) => Outcome::MemoryLimit {
-            limit: memory_limit,
-            output,
-        },
+        Some(libc::SIGABRT)
+            if output.contains(ALLOCATION_FAILED) || output.contains(HEAP_EXHAUSTED) =>
+        {
+            Outcome::MemoryLimit {
+                limit: memory_limit,
+                output,
+            }
+        }
         Some(signal) => Outcome::Signalled { signal, output },
         None => Outcome::ExitedEarly {
             code: status.code().unwrap_or(-1),
@@ -267,6 +273,8 @@ pub enum Problem {
     Compile { rendered: String, errors: usize },
     /// cargo failed without a compiler error (a lock file mismatch, no network for a first build, ...).
     Cargo { output: String },
+    /// A tool of the track's toolchain failed without a compiler error, or is missing (npm, node, tsc).
+    Toolchain { tool: String, output: String },
     /// Listing the tests failed.
     List { output: String },
     /// Something around the grade failed: the cache directory, starting a process.
@@ -426,6 +434,13 @@ impl Problem {
                 format!(
                     "{}\n{}",
                     lang.t("grade-cargo-failed", &[]),
+                    output.trim_end()
+                )
+            }
+            Problem::Toolchain { tool, output } => {
+                format!(
+                    "{}\n{}",
+                    lang.t("grade-toolchain-failed", &[("tool", tool)]),
                     output.trim_end()
                 )
             }

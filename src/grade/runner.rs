@@ -15,7 +15,6 @@
 //! test processes exist at once.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +23,7 @@ use tokio::task::JoinSet;
 
 use super::channel::{Orders, Record, TestProcess};
 use super::outcome::{Outcome, TestResult};
+use super::toolchain::TestCommand;
 use crate::process::Captured;
 use crate::sandbox::Sandbox;
 
@@ -38,7 +38,7 @@ const DRAIN: Duration = Duration::from_secs(2);
 /// How to run the tests of one executable.
 #[derive(Debug, Clone)]
 pub struct Runner {
-    pub exe: PathBuf,
+    pub command: TestCommand,
     pub timeout: Duration,
     pub jobs: usize,
     pub sandbox: Sandbox,
@@ -57,7 +57,7 @@ impl Runner {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        TestProcess::start(&self.exe, &self.sandbox, &self.key, orders, &envs)
+        TestProcess::start(&self.command, &self.sandbox, &self.key, orders, &envs)
     }
 
     /// Test processes alive at once: [`MAX_LIVE`], fewer when that many at the memory limit would not fit
@@ -331,8 +331,7 @@ pub fn batches(names: &[String], jobs: usize) -> Vec<Vec<String>> {
 }
 
 /// The tests of one group: `plain_stop::x` belongs to module `plain_stop`.
-pub fn tests_of(names: &[String], module: &str) -> Vec<String> {
-    let prefix = format!("{module}::");
+pub fn tests_of(names: &[String], prefix: &str) -> Vec<String> {
     names
         .iter()
         .filter(|n| n.starts_with(&prefix))
@@ -346,7 +345,7 @@ mod tests {
     use crate::sandbox::{Limits, Mode};
 
     /// A test executable that speaks the harness's protocol by hand, one test per way a test can end.
-    fn fake_suite() -> (tempfile::TempDir, PathBuf) {
+    fn fake_suite() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("suite.rs");
         std::fs::write(
@@ -417,7 +416,7 @@ test result: ok. 1 passed;");
             ..Limits::default()
         };
         let runner = Runner {
-            exe,
+            command: TestCommand::executable(exe),
             timeout: Duration::from_millis(1500),
             jobs: 2,
             sandbox: Sandbox::new(Mode::Auto, limits).unwrap(),
@@ -479,7 +478,7 @@ test result: ok. 1 passed;");
             .output()
             .unwrap();
         let ps = String::from_utf8_lossy(&ps.stdout);
-        assert!(!ps.contains(&format!("{}", runner.exe.display())), "{ps}");
+        assert!(!ps.contains(&format!("{}", runner.command.program.display())), "{ps}");
 
         // A clean batch: verdicts straight from the channel, in the batch's order.
         let clean: Vec<String> = ["g::passes", "g::fails"].map(String::from).to_vec();

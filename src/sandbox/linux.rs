@@ -19,7 +19,7 @@ use seccompiler::{
 };
 use tokio::process::Command;
 
-use super::{cargo_home, resolved, rustup_home, BuildPaths, Limits, TestPaths};
+use super::{cargo_home, find_on_path, resolved, rustup_home, BuildPaths, Limits, TestPaths};
 
 /// The highest Landlock ABI whose rights this grader knows how to use.
 const KNOWN_ABI: i32 = 6;
@@ -135,6 +135,9 @@ pub fn confine_test(
         }
         ruleset = add(ruleset, Path::new("/etc/ld.so.cache"), read()).map_err(landlock_error)?;
         ruleset = add(ruleset, &paths.exe, code()).map_err(landlock_error)?;
+        for path in &paths.read {
+            ruleset = add(ruleset, path, read()).map_err(landlock_error)?;
+        }
         ruleset =
             add(ruleset, &paths.scratch, AccessFs::from_all(abi())).map_err(landlock_error)?;
         Some((ruleset, test_filters()?))
@@ -174,6 +177,9 @@ pub fn confine_build(
         let write = AccessFs::from_all(abi());
         ruleset = add(ruleset, Path::new("/dev/null"), write).map_err(landlock_error)?;
         ruleset = add(ruleset, &paths.package, read()).map_err(landlock_error)?;
+        for path in &paths.read {
+            ruleset = add(ruleset, path, read()).map_err(landlock_error)?;
+        }
         std::fs::create_dir_all(super::tmp_dir(paths))?;
         ruleset = add(ruleset, &paths.target, write).map_err(landlock_error)?;
         Some((ruleset, Vec::new()))
@@ -204,13 +210,6 @@ fn toolchain_dirs() -> Vec<PathBuf> {
         dirs.extend(cargo.parent().and_then(Path::parent).map(Path::to_path_buf));
     }
     dirs
-}
-
-fn find_on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
 }
 
 /// The seccomp programs of a test process: no new process (threads are fine), no socket but a local

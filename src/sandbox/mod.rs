@@ -80,15 +80,19 @@ impl Default for Limits {
 pub struct BuildPaths {
     /// The build slot: the package to build (read only).
     pub package: PathBuf,
-    /// Its cargo target directory (read and write).
+    /// Its cargo target directory, or where tsc writes (read and write).
     pub target: PathBuf,
+    /// More the build may read: the TypeScript track's installed dependencies.
+    pub read: Vec<PathBuf>,
 }
 
 /// What a test process may read and write.
 #[derive(Debug, Clone)]
 pub struct TestPaths {
-    /// The test executable (read and execute).
+    /// The test executable, or node (read and execute).
     pub exe: PathBuf,
+    /// More the process may read: node's compiled code and harness.
+    pub read: Vec<PathBuf>,
     /// A fresh directory for this process alone (read and write).
     pub scratch: PathBuf,
 }
@@ -191,6 +195,14 @@ impl Sandbox {
             Ok(())
         }
     }
+}
+
+/// The first `name` among the directories of `PATH` (a program a build or test runs).
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
 }
 
 /// Whether this machine can confine learner code; `Err` says why not.

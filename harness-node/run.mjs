@@ -1,0 +1,196 @@
+// The graded entry point of a TypeScript practice directory: pi-course runs this, never `node --test`.
+// By hand, learners run the tests with `node --test`; this file is how the grader gets one verdict per
+// test that nothing under test can forge. It speaks the same channel as the Rust track's harness
+// (harness/src/protocol.rs in the pi-course repository):
+//
+// - descriptor 3 holds the orders: a per-grade key, then `list`, or `run` and one test name per line.
+//   They are read whole and the descriptor is closed before any test file loads.
+// - descriptor 4 is a socket: one JSON record per line (listed, started, passed, failed), each with the key.
+//
+// Why the learner's code cannot forge a record:
+// - The key lives only in this module's scope, and every function used to write a record was taken
+//   before any other code ran. Node's own intrinsics are frozen (--frozen-intrinsics), so the learner
+//   cannot swap Array or JSON methods under the tests either.
+// - The test files load the learner's loop lazily, inside test bodies. So every test is registered and
+//   the list is sealed before one line of learner code runs: no test can be added, removed or replaced.
+// - The modules the tests rely on (the course code, the test kit, node:assert) are frozen before the
+//   first test runs, so learner code cannot rewrite what a test checks with.
+// - node runs with the permission model: no child processes, workers, inspector or native addons, and
+//   reads only of the compiled code. The grader's sandbox confines the process besides.
+
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { createRequire, syncBuiltinESMExports } from "node:module";
+import assert from "node:assert";
+import strict from "node:assert/strict";
+
+// Taken before any other code runs (see above).
+const { writeSync, readFileSync, closeSync, readdirSync } = fs;
+const stringify = JSON.stringify;
+const exit = process.exit.bind(process);
+const stderrWrite = process.stderr.write.bind(process.stderr);
+const ORDERS_FD = 3;
+const VERDICTS_FD = 4;
+const REGISTER = Symbol.for("pi-course.test");
+
+const orders = readFileSync(ORDERS_FD, "utf8").split("\n");
+closeSync(ORDERS_FD);
+const key = orders[0];
+const mode = orders[1];
+const wanted = orders.slice(2).filter((name) => name.length > 0);
+
+/** Writes one keyed record. Built by hand: no learner-reachable function ever sees the key. */
+function record(event, test, message) {
+  const line =
+    '{"key":' + stringify(key) + ',"event":' + stringify(event) + ',"test":' + stringify(test) +
+    ',"message":' + (typeof message === "string" ? stringify(message) : "null") + "}\n";
+  writeSync(VERDICTS_FD, line);
+}
+
+function fail(reason) {
+  stderrWrite(`pi-course harness: ${reason}\n`);
+  exit(2);
+}
+
+if (typeof key !== "string" || key.length < 32 || (mode !== "list" && mode !== "run")) {
+  fail("no orders on descriptor 3: this file is run by `pi-course grade`; by hand, use `node --test`");
+}
+
+// Registration: open while the test files load, sealed before any test runs.
+const tests = new Map();
+const duplicates = new Set();
+let sealed = false;
+Object.defineProperty(globalThis, REGISTER, {
+  value: function register(name, body) {
+    if (sealed) throw new Error("pi-course: tests are registered only while the test files load");
+    if (typeof name !== "string" || typeof body !== "function") {
+      throw new TypeError("pi-course: test(name, body) takes a string and a function");
+    }
+    if (tests.has(name)) duplicates.add(name);
+    tests.set(name, body);
+  },
+  writable: false,
+  enumerable: false,
+  configurable: false,
+});
+
+/** Freezes `value` and everything reachable from it through properties and prototypes. */
+function harden(value, seen = new Set()) {
+  if ((typeof value !== "object" && typeof value !== "function") || value === null) return;
+  if (seen.has(value)) return;
+  seen.add(value);
+  try {
+    Object.freeze(value);
+  } catch {
+    // A module namespace cannot be frozen; its bindings are read-only to importers anyway.
+  }
+  harden(Object.getPrototypeOf(value), seen);
+  for (const key of Reflect.ownKeys(value)) {
+    const desc = Object.getOwnPropertyDescriptor(value, key);
+    if (desc === undefined) continue;
+    if ("value" in desc) harden(desc.value, seen);
+    harden(desc.get, seen);
+    harden(desc.set, seen);
+  }
+}
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const dist = path.join(here, "..", "dist");
+// Editable files (`src/agent-loop.ts`) compile to modules this harness must never load itself.
+const editable = new Set(
+  (process.env.PI_COURSE_EDITABLE ?? "")
+    .split(",")
+    .filter((p) => p.length > 0)
+    .map((p) => path.join(dist, p.replace(/\.ts$/, ".js"))),
+);
+
+function modulesIn(dir, suffix) {
+  let names;
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.endsWith(suffix))
+    .sort()
+    .map((n) => path.join(dir, n))
+    .filter((p) => !editable.has(p));
+}
+
+// Node's ways to look into this process from inside it. A heap snapshot holds every string, the key
+// included; vm compiles code under any file name; V8 flags undo the ones this process started with.
+// The permission model already refuses the inspector, child processes, workers and addons.
+const builtin = createRequire(import.meta.url);
+function refuse(moduleName, names) {
+  const exports = builtin(moduleName);
+  for (const name of names) {
+    if (name in exports) {
+      Object.defineProperty(exports, name, {
+        value: function refused() {
+          throw new Error(`pi-course: ${moduleName}.${name} is not available to graded code`);
+        },
+        writable: false,
+        configurable: false,
+      });
+    }
+  }
+}
+refuse("node:v8", ["getHeapSnapshot", "writeHeapSnapshot", "setFlagsFromString", "setHeapSnapshotNearHeapLimit"]);
+refuse("node:vm", ["Script", "createContext", "runInContext", "runInNewContext", "runInThisContext", "compileFunction", "measureMemory", "SourceTextModule", "SyntheticModule"]);
+refuse("node:trace_events", ["createTracing"]);
+refuse("node:module", ["register"]);
+syncBuiltinESMExports();
+harden(assert);
+harden(strict);
+
+const given = [];
+try {
+  for (const file of modulesIn(path.join(dist, "test"), ".test.js")) {
+    given.push(await import(pathToFileURL(file).href));
+  }
+  // The course code and the test kit, loaded already by the tests: the same module instances.
+  for (const file of [...modulesIn(path.join(dist, "src"), ".js"), ...modulesIn(path.join(dist, "test"), ".js")]) {
+    given.push(await import(pathToFileURL(file).href));
+  }
+} catch (error) {
+  fail(`the test files did not load: ${error?.stack ?? error}`);
+}
+sealed = true;
+for (const namespace of given) harden(namespace);
+
+if (mode === "list") {
+  for (const name of tests.keys()) record("listed", name);
+  exit(0);
+}
+
+/** The text of whatever a test threw, without running learner code that could hang or throw again. */
+function messageOf(error) {
+  try {
+    if (error instanceof Error) return String(error.message);
+    return String(error);
+  } catch {
+    return "the test threw a value that cannot be shown";
+  }
+}
+
+for (const name of wanted) {
+  record("started", name);
+  const body = tests.get(name);
+  if (body === undefined) {
+    record("failed", name, `no test is named ${stringify(name)}`);
+    continue;
+  }
+  if (duplicates.has(name)) {
+    record("failed", name, `two tests are named ${stringify(name)}`);
+    continue;
+  }
+  try {
+    await body();
+    record("passed", name);
+  } catch (error) {
+    record("failed", name, messageOf(error));
+  }
+}
+exit(0);

@@ -1,0 +1,52 @@
+//! One build-and-run adapter per toolchain, behind the one interface the grade pipeline calls: build the
+//! slot, then say how to start a test process. Everything else (slots, the runner, the verdict channel,
+//! reports) is the same for every track.
+//!
+//! - Rust: `cargo test --no-run` ([`super::build`]), then the test executable itself.
+//! - TypeScript: `tsc` ([`super::node`]), then node running the course's harness.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use super::build::BuildRequest;
+use super::outcome::Problem;
+use crate::catalog::Track;
+
+/// How a test process of a built slot starts.
+#[derive(Debug, Clone)]
+pub struct TestCommand {
+    /// The program: the test executable (Rust) or node (TypeScript).
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    /// What the process may read besides its program and the system's libraries (the compiled code).
+    pub read: Vec<PathBuf>,
+    /// Environment of the toolchain's own, besides what every test process gets.
+    pub envs: Vec<(String, String)>,
+}
+
+impl TestCommand {
+    /// A test executable that needs nothing but itself.
+    pub fn executable(exe: PathBuf) -> TestCommand {
+        TestCommand {
+            program: exe,
+            args: Vec::new(),
+            read: Vec::new(),
+            envs: Vec::new(),
+        }
+    }
+}
+
+/// Builds the slot of `req` with `track`'s toolchain. `on_step` is called with each unit of the build as
+/// it finishes (a crate, `npm ci`, `tsc`), for progress.
+pub async fn build(
+    track: Track,
+    req: &BuildRequest<'_>,
+    on_step: &dyn Fn(&str),
+) -> Result<TestCommand, Problem> {
+    match track {
+        Track::Rust => super::build::build(req, on_step)
+            .await
+            .map(|built| TestCommand::executable(built.exe)),
+        Track::TypeScript => super::node::build(req, on_step).await,
+    }
+}
