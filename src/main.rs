@@ -1,5 +1,6 @@
 //! pi-course: make practice directories for the pi course and grade them.
 
+mod atomic_file;
 mod cache;
 mod catalog;
 mod class;

@@ -42,14 +42,13 @@ use std::rc::Rc;
 use crate::catalog::{Catalog, Chapter};
 use crate::cli::ClassArgs;
 use crate::error::{Result, UserError};
-use crate::grade::last::write_atomically;
 use crate::grade::outcome::{format_points, Problem};
 use crate::grade::{self, GradeOptions, GradeResult};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::report;
 use crate::report::Format;
-use crate::{cache, practice};
+use crate::{atomic_file, cache, practice};
 
 use entries::{Entry, Shape};
 use summary::{LearnerFiles, Row, Summary};
@@ -594,7 +593,7 @@ fn finish(
 }
 
 fn write_result(out: &Path, rel: &str, bytes: &[u8], unwritten: &mut Vec<(String, String)>) {
-    if let Err(e) = write_atomically(&out.join(rel), bytes) {
+    if let Err(e) = atomic_file::write(&out.join(rel), bytes) {
         unwritten.push((out.join(rel).display().to_string(), e.to_string()));
     }
 }
