@@ -62,7 +62,7 @@ fn main() -> ExitCode {
             classroom,
         } => practice::run(&catalog, lang, &chapter, dir, classroom),
         Command::Grade(args) => grade::run(&catalog, lang, args.into()),
-        Command::GradeClass(args) => class::run(&catalog, lang, args),
+        Command::GradeClass(args) => class::run(&catalog, lang, args.into()),
         Command::List => list::run(&catalog, lang),
         Command::Skeleton { chapter } => practice::print_skeleton(&catalog, lang, &chapter),
         Command::Completions { shell } => {
