@@ -13,6 +13,7 @@ use landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
+use rustix::process::{Pid, Resource, Rlimit, Signal};
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule,
@@ -26,7 +27,9 @@ const KNOWN_ABI: i32 = 6;
 
 /// The Landlock ABI of the running kernel (0: none).
 fn kernel_abi() -> i32 {
-    // SAFETY: a query that takes no pointer (LANDLOCK_CREATE_RULESET_VERSION).
+    // The landlock crate keeps this query to itself, so it is made here.
+    // SAFETY: with LANDLOCK_CREATE_RULESET_VERSION (flags = 1) the call only returns the ABI version: the
+    // attribute pointer must be null and the size 0, so the kernel reads and writes no memory of ours.
     let abi = unsafe {
         libc::syscall(
             libc::SYS_landlock_create_ruleset,
@@ -47,8 +50,7 @@ pub fn support() -> Result<(), String> {
                 .to_string(),
         );
     }
-    // SAFETY: PR_GET_SECCOMP takes no pointer.
-    if unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } < 0 {
+    if rustix::thread::secure_computing_mode().is_err() {
         return Err(
             "this Linux kernel has no seccomp filters: learner code runs with your rights"
                 .to_string(),
@@ -142,9 +144,9 @@ pub fn confine_test(
         None
     };
     let rlimits = [
-        (libc::RLIMIT_DATA, limits.memory),
-        (libc::RLIMIT_FSIZE, limits.file_size),
-        (libc::RLIMIT_CORE, 0),
+        (Resource::Data, limits.memory),
+        (Resource::Fsize, limits.file_size),
+        (Resource::Core, 0),
     ];
     confine(cmd, rlimits, confinement);
     Ok(())
@@ -182,10 +184,7 @@ pub fn confine_build(
     };
     // RLIMIT_CPU is the one bound on a compiler that evaluates a constant forever after the grader was
     // killed: each process of the build gets at most this much CPU time.
-    let rlimits = [
-        (libc::RLIMIT_CPU, limits.build_cpu_secs),
-        (libc::RLIMIT_CORE, 0),
-    ];
+    let rlimits = [(Resource::Cpu, limits.build_cpu_secs), (Resource::Core, 0)];
     confine(cmd, rlimits, confinement);
     Ok(())
 }
@@ -284,34 +283,37 @@ fn test_filters() -> io::Result<Vec<BpfProgram>> {
 /// seccomp when `confinement` is given.
 fn confine<const N: usize>(
     cmd: &mut Command,
-    rlimits: [(libc::__rlimit_resource_t, u64); N],
+    rlimits: [(Resource, u64); N],
     confinement: Option<(RulesetCreated, Vec<BpfProgram>)>,
 ) {
-    let grader = std::process::id() as libc::pid_t;
-    let mut confinement = confinement;
-    // SAFETY: the closure only makes system calls (setrlimit, signal, prctl, getppid, Landlock's
-    // restrict_self, seccomp); the ruleset and programs were built before the fork.
+    let grader = Pid::from_raw(std::process::id() as i32);
+    let (mut ruleset, filters) = match confinement {
+        Some((ruleset, filters)) => (Some(ruleset), filters),
+        None => (None, Vec::new()),
+    };
+    // SAFETY: the closure runs in the child between fork and exec, where other threads of the grader may
+    // have left locks (the allocator's too) held, so it only makes system calls: setrlimit, prctl and
+    // getppid through rustix, signal (async-signal-safe), restrict_self and apply_filter (prctl plus one
+    // Landlock or seccomp call each). It allocates and frees nothing: the ruleset (a descriptor) and the
+    // seccomp programs were built before the fork and are consumed or borrowed, and every error is a raw
+    // OS error.
     unsafe {
         cmd.pre_exec(move || {
             for (resource, value) in rlimits {
-                let limit = libc::rlimit {
-                    rlim_cur: value as libc::rlim_t,
-                    rlim_max: value as libc::rlim_t,
+                let limit = Rlimit {
+                    current: Some(value),
+                    maximum: Some(value),
                 };
-                if libc::setrlimit(resource, &limit) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
+                rustix::process::setrlimit(resource, limit)?;
             }
             // A write past the file-size limit fails with EFBIG instead of killing the process.
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
             // The grader may have died before the line above: then nothing would kill this process.
-            if libc::getppid() != grader {
+            if rustix::process::getppid() != grader {
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
-            if let Some((ruleset, filters)) = confinement.take() {
+            if let Some(ruleset) = ruleset.take() {
                 if ruleset.restrict_self().is_err() {
                     return Err(io::Error::from_raw_os_error(libc::EPERM));
                 }
