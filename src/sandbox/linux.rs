@@ -65,24 +65,27 @@ fn abi() -> ABI {
 
 /// A ruleset that handles every file-system right and TCP, and confines signals and abstract sockets to
 /// the sandbox where the kernel can.
-fn ruleset() -> Result<RulesetCreated, landlock::RulesetError> {
+fn ruleset() -> io::Result<RulesetCreated> {
     let abi = abi();
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::from_all(abi))?
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessNet::from_all(abi))?;
-    if abi >= ABI::V6 {
-        ruleset = ruleset.scope(Scope::from_all(abi))?;
-    }
-    ruleset.create()
+    let created = || -> Result<RulesetCreated, landlock::RulesetError> {
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))?
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessNet::from_all(abi))?;
+        if abi >= ABI::V6 {
+            ruleset = ruleset.scope(Scope::from_all(abi))?;
+        }
+        ruleset.create()
+    };
+    created().map_err(landlock_error)
 }
 
 fn add(
     ruleset: RulesetCreated,
     path: &Path,
     access: BitFlags<AccessFs>,
-) -> Result<RulesetCreated, landlock::RulesetError> {
+) -> io::Result<RulesetCreated> {
     match PathFd::new(path) {
         // A file gets only the rights that apply to files.
         Ok(fd) => {
@@ -91,7 +94,9 @@ fn add(
             } else {
                 access & AccessFs::from_file(abi())
             };
-            ruleset.add_rule(PathBeneath::new(fd, access))
+            ruleset
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(landlock_error)
         }
         // A path this machine does not have (no /lib64, no ~/.cargo/git): nothing to allow.
         Err(_) => Ok(ruleset),
@@ -128,18 +133,7 @@ pub fn confine_test(
     active: bool,
 ) -> io::Result<()> {
     let confinement = if active {
-        let mut ruleset = ruleset().map_err(landlock_error)?;
-        for dir in LIBRARIES {
-            ruleset = add(ruleset, Path::new(dir), read()).map_err(landlock_error)?;
-        }
-        for loader in LOADERS {
-            ruleset = add(ruleset, &resolved(Path::new(loader)), code()).map_err(landlock_error)?;
-        }
-        ruleset = add(ruleset, Path::new("/etc/ld.so.cache"), read()).map_err(landlock_error)?;
-        ruleset = add(ruleset, &paths.exe, code()).map_err(landlock_error)?;
-        ruleset =
-            add(ruleset, &paths.scratch, AccessFs::from_all(abi())).map_err(landlock_error)?;
-        Some((ruleset, test_filters()?))
+        Some((test_ruleset(paths)?, test_filters()?))
     } else {
         None
     };
@@ -152,6 +146,21 @@ pub fn confine_test(
     Ok(())
 }
 
+/// What a test process may touch: the system libraries and loaders, its executable, its scratch
+/// directory.
+fn test_ruleset(paths: &TestPaths) -> io::Result<RulesetCreated> {
+    let mut ruleset = ruleset()?;
+    for dir in LIBRARIES {
+        ruleset = add(ruleset, Path::new(dir), read())?;
+    }
+    for loader in LOADERS {
+        ruleset = add(ruleset, &resolved(Path::new(loader)), code())?;
+    }
+    ruleset = add(ruleset, Path::new("/etc/ld.so.cache"), read())?;
+    ruleset = add(ruleset, &paths.exe, code())?;
+    add(ruleset, &paths.scratch, AccessFs::from_all(abi()))
+}
+
 pub fn confine_build(
     cmd: &mut Command,
     paths: &BuildPaths,
@@ -159,26 +168,7 @@ pub fn confine_build(
     active: bool,
 ) -> io::Result<()> {
     let confinement = if active {
-        let mut ruleset = ruleset().map_err(landlock_error)?;
-        for dir in toolchain_dirs() {
-            ruleset = add(ruleset, &dir, code()).map_err(landlock_error)?;
-        }
-        if let Some(home) = cargo_home() {
-            // The downloaded packages and the user's cargo configuration (a mirror, say), never the
-            // credentials beside them.
-            for part in ["registry", "git", "config.toml", "config"] {
-                ruleset = add(ruleset, &home.join(part), read()).map_err(landlock_error)?;
-            }
-        }
-        for file in ["/etc/ld.so.cache", "/dev/urandom"] {
-            ruleset = add(ruleset, Path::new(file), read()).map_err(landlock_error)?;
-        }
-        let write = AccessFs::from_all(abi());
-        ruleset = add(ruleset, Path::new("/dev/null"), write).map_err(landlock_error)?;
-        ruleset = add(ruleset, &paths.package, read()).map_err(landlock_error)?;
-        std::fs::create_dir_all(super::tmp_dir(paths))?;
-        ruleset = add(ruleset, &paths.target, write).map_err(landlock_error)?;
-        Some((ruleset, Vec::new()))
+        Some((build_ruleset(paths)?, Vec::new()))
     } else {
         None
     };
@@ -187,6 +177,30 @@ pub fn confine_build(
     let rlimits = [(Resource::Cpu, limits.build_cpu_secs), (Resource::Core, 0)];
     confine(cmd, rlimits, confinement);
     Ok(())
+}
+
+/// What a build may touch: the toolchain, the downloaded packages, its package (read) and its target
+/// directory (write).
+fn build_ruleset(paths: &BuildPaths) -> io::Result<RulesetCreated> {
+    let mut ruleset = ruleset()?;
+    for dir in toolchain_dirs() {
+        ruleset = add(ruleset, &dir, code())?;
+    }
+    if let Some(home) = cargo_home() {
+        // The downloaded packages and the user's cargo configuration (a mirror, say), never the
+        // credentials beside them.
+        for part in ["registry", "git", "config.toml", "config"] {
+            ruleset = add(ruleset, &home.join(part), read())?;
+        }
+    }
+    for file in ["/etc/ld.so.cache", "/dev/urandom"] {
+        ruleset = add(ruleset, Path::new(file), read())?;
+    }
+    let write = AccessFs::from_all(abi());
+    ruleset = add(ruleset, Path::new("/dev/null"), write)?;
+    ruleset = add(ruleset, &paths.package, read())?;
+    std::fs::create_dir_all(super::tmp_dir(paths))?;
+    add(ruleset, &paths.target, write)
 }
 
 /// The directories a build runs code from: the system's, the toolchain's and the cargo home's `bin`.
