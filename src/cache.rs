@@ -331,8 +331,7 @@ mod tests {
 
     #[test]
     fn key_is_stable_and_names_the_chapter() {
-        let catalog = Catalog::embedded();
-        let ch = catalog.chapter("07").unwrap();
+        let ch = &Catalog::chapter_07();
         let key = build_key(ch);
         assert_eq!(key, build_key(ch));
         assert!(key.starts_with("07-"));
@@ -356,6 +355,11 @@ mod tests {
         fs::create_dir_all(slot.path.join("src")).unwrap();
         fs::write(slot.path.join(FILE), text).unwrap();
         slot.path.clone()
+    }
+
+    /// Acquires a slot under `key` without editable files, never expecting to wait.
+    async fn empty_slot(root: &Path, key: &str, slots: usize) -> BuildDir {
+        acquire(root, key, &[], slots, || {}).await.unwrap()
     }
 
     #[test]
@@ -464,12 +468,8 @@ mod tests {
         }
         // `grade` keeps looking at its own two.
         runtime().block_on(async {
-            let a = acquire(root.path(), "07-x", &[], SLOTS, || {})
-                .await
-                .unwrap();
-            let b = acquire(root.path(), "07-x", &[], SLOTS, || {})
-                .await
-                .unwrap();
+            let a = empty_slot(root.path(), "07-x", SLOTS).await;
+            let b = empty_slot(root.path(), "07-x", SLOTS).await;
             for slot in [&a, &b] {
                 let n: usize = slot
                     .path
@@ -490,20 +490,14 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let work = root.path().join("work");
         runtime().block_on(async {
-            let old = acquire(root.path(), "07-old", &[], 3, || {}).await.unwrap();
-            let old_too = acquire(root.path(), "07-old", &[], 3, || {}).await.unwrap();
-            let busy = acquire(root.path(), "07-busy", &[], SLOTS, || {})
-                .await
-                .unwrap();
-            let other_chapter = acquire(root.path(), "08-old", &[], SLOTS, || {})
-                .await
-                .unwrap();
+            let old = empty_slot(root.path(), "07-old", 3).await;
+            let old_too = empty_slot(root.path(), "07-old", 3).await;
+            let busy = empty_slot(root.path(), "07-busy", SLOTS).await;
+            let other_chapter = empty_slot(root.path(), "08-old", SLOTS).await;
             drop(old_too);
             drop(old);
             drop(other_chapter);
-            let new = acquire(root.path(), "07-new", &[], SLOTS, || {})
-                .await
-                .unwrap();
+            let new = empty_slot(root.path(), "07-new", SLOTS).await;
             assert!(new.path.is_dir() && new.target.is_dir());
             assert!(
                 !work.join("07-old").exists(),

@@ -413,6 +413,15 @@ impl Catalog {
         self.chapters.iter().find(|c| c.is_named(query))
     }
 
+    /// Chapter 07, embedded: the chapter the unit tests work on.
+    #[cfg(test)]
+    pub fn chapter_07() -> Chapter {
+        Catalog::embedded()
+            .chapter("07")
+            .expect("chapter 07")
+            .clone()
+    }
+
     /// Every embedded file under `prefix` (e.g. `templates/`): (path after the prefix, bytes).
     pub fn files_under(prefix: &str) -> impl Iterator<Item = (&'static str, &'static [u8])> + '_ {
         embedded::FILES

@@ -249,6 +249,20 @@ impl From<GradeArgs> for crate::grade::GradeRequest {
     }
 }
 
+impl From<ClassArgs> for crate::class::ClassRequest {
+    fn from(args: ClassArgs) -> Self {
+        crate::class::ClassRequest {
+            submissions: args.submissions,
+            out: args.out,
+            jobs: args.jobs,
+            force: args.force,
+            chapter: args.chapter,
+            format: args.format,
+            limits: args.limits.into(),
+        }
+    }
+}
+
 /// A size in bytes from `1G`, `512M`, `2GiB`, `64MiB` or a plain number of MiB; at least 16 MiB.
 fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();

@@ -1,5 +1,6 @@
 //! pi-course: make practice directories for the pi course and grade them.
 
+mod atomic_file;
 mod cache;
 mod catalog;
 mod class;
@@ -62,7 +63,7 @@ fn main() -> ExitCode {
             track,
         } => practice::run(&catalog, lang, &chapter, track.into(), dir, classroom),
         Command::Grade(args) => grade::run(&catalog, lang, args.into()),
-        Command::GradeClass(args) => class::run(&catalog, lang, args),
+        Command::GradeClass(args) => class::run(&catalog, lang, args.into()),
         Command::List => list::run(&catalog, lang),
         Command::Skeleton { chapter, track } => {
             practice::print_skeleton(&catalog, lang, &chapter, track.into())

@@ -297,7 +297,11 @@ mod interrupts {
 
     impl Deferred {
         pub fn new() -> Deferred {
-            // SAFETY: plain libc calls on local, initialised signal sets and actions.
+            // No crate in the tree masks signals or sets a disposition without `unsafe` (rustix keeps
+            // both in its runtime module, for C libraries).
+            // SAFETY: sigset_t and sigaction are plain C structs for which all zeroes is a valid value,
+            // and each set is emptied by sigemptyset before use. Every pointer is to a local that
+            // outlives the call. SIG_IGN installs no handler, so no code runs inside a signal.
             unsafe {
                 let mut block: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut block);
@@ -322,7 +326,8 @@ mod interrupts {
 
     impl Drop for Deferred {
         fn drop(&mut self) {
-            // SAFETY: restores what `new` saved.
+            // SAFETY: restores the mask and the SIGXFSZ action that `new` had the kernel fill in; the
+            // pointers are to fields of `self`, and no old value is asked for (null).
             unsafe {
                 libc::sigaction(libc::SIGXFSZ, &self.previous_xfsz, std::ptr::null_mut());
                 libc::pthread_sigmask(libc::SIG_SETMASK, &self.previous_mask, std::ptr::null_mut());

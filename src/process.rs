@@ -52,10 +52,10 @@ impl Drop for ProcessGroup {
     }
 }
 
+/// A group that no longer exists (ESRCH) is fine: there is nothing left to kill.
 fn kill_group(pgid: i32) {
-    // SAFETY: killpg only sends a signal; a group that no longer exists yields ESRCH, which is fine.
-    unsafe {
-        libc::killpg(pgid, libc::SIGKILL);
+    if let Some(pgid) = rustix::process::Pid::from_raw(pgid) {
+        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
     }
 }
 
@@ -113,13 +113,13 @@ pub fn install_signal_handlers(before_exit: impl Fn() + Send + 'static) -> io::R
 pub fn total_memory() -> Option<u64> {
     #[cfg(target_os = "linux")]
     {
-        // SAFETY: sysinfo fills the struct we pass and nothing else.
-        let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
-        if unsafe { libc::sysinfo(&mut info) } == 0 {
-            return Some(info.totalram as u64 * info.mem_unit as u64);
-        }
+        let info = rustix::system::sysinfo();
+        Some(info.totalram as u64 * info.mem_unit as u64)
     }
-    None
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
 }
 
 /// What a child wrote to one of its pipes: the beginning and the end, with the middle dropped past a limit

@@ -195,8 +195,7 @@ mod tests {
         let parent = tempfile::tempdir().unwrap();
         let p = parent.path().join("p");
         std::fs::create_dir(&p).unwrap();
-        let catalog = crate::catalog::Catalog::embedded();
-        let ch = catalog.chapter("07").unwrap();
+        let ch = &Catalog::chapter_07();
         let s = new_dir_suggestion(ch, &p);
         assert!(s.ends_with("p-2"), "{s}");
         std::fs::create_dir(parent.path().join("p-2")).unwrap();

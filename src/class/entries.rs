@@ -230,8 +230,7 @@ mod tests {
 
     #[test]
     fn every_shape_is_one_learner_named_after_its_entry() {
-        let catalog = Catalog::embedded();
-        let chapter = catalog.chapter("07").unwrap();
+        let chapter = &Catalog::chapter_07();
         let tmp = tempfile::tempdir().unwrap();
         let d = tmp.path();
         fs::write(d.join("ann.rs"), "// ann").unwrap();

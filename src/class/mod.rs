@@ -40,16 +40,14 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use crate::catalog::{Catalog, Chapter};
-use crate::cli::ClassArgs;
 use crate::error::{Result, UserError};
-use crate::grade::last::write_atomically;
 use crate::grade::outcome::{format_points, Problem};
 use crate::grade::{self, GradeOptions, GradeResult};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::report;
 use crate::report::Format;
-use crate::{cache, practice};
+use crate::{atomic_file, cache, practice};
 
 use entries::{Entry, Shape};
 use summary::{LearnerFiles, Row, Summary};
@@ -95,7 +93,23 @@ struct Progress {
     unwritten: Vec<(String, String)>,
 }
 
-pub fn run(catalog: &Catalog, lang: Lang, args: ClassArgs) -> Result<ExitCode> {
+/// What `pi-course grade-class` was asked to do.
+#[derive(Debug, Clone)]
+pub struct ClassRequest {
+    /// The folder of submissions, one entry per learner.
+    pub submissions: PathBuf,
+    /// Where the results go (an earlier run's results are resumed).
+    pub out: PathBuf,
+    /// Learners graded at once; `None`: the number of cores.
+    pub jobs: Option<usize>,
+    /// Grade every learner again, also those whose file is unchanged since the last run.
+    pub force: bool,
+    pub chapter: String,
+    pub format: Format,
+    pub limits: grade::Limits,
+}
+
+pub fn run(catalog: &Catalog, lang: Lang, args: ClassRequest) -> Result<ExitCode> {
     if args.format == Format::Gradescope {
         return Err(UserError::new(lang.t("class-bad-format", &[]))
             .with_fix(lang.t("class-bad-format-fix", &[])));
@@ -123,7 +137,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: ClassArgs) -> Result<ExitCode> {
     }
     check_out(&args.out, &args.submissions, lang)?;
     let entries = entries::scan(&args.submissions, &chapter, lang)?;
-    let mut opts = GradeOptions::from_args(&args.limits.clone().into(), lang)?;
+    let mut opts = GradeOptions::from_args(&args.limits, lang)?;
     opts.record_last_grade = false;
     opts.slots = jobs.max(cache::SLOTS);
     opts.grades_at_once = jobs;
@@ -594,7 +608,7 @@ fn finish(
 }
 
 fn write_result(out: &Path, rel: &str, bytes: &[u8], unwritten: &mut Vec<(String, String)>) {
-    if let Err(e) = write_atomically(&out.join(rel), bytes) {
+    if let Err(e) = atomic_file::write(&out.join(rel), bytes) {
         unwritten.push((out.join(rel).display().to_string(), e.to_string()));
     }
 }

@@ -11,7 +11,7 @@
 mod protocol;
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Stdio;
 
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
@@ -145,19 +145,16 @@ impl Verdicts {
 /// `fd` moved to a descriptor number of 10 or more (close-on-exec), so that placing it at 3 or 4 in the
 /// child never overwrites the other one.
 fn high_fd(fd: OwnedFd) -> io::Result<OwnedFd> {
-    // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own returns a new one, which we then own.
-    let new = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
-    if new < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `new` is a fresh descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(new) })
+    Ok(rustix::io::fcntl_dupfd_cloexec(&fd, 10)?)
 }
 
 /// Places each `(descriptor, number)` at `number` in the child (without close-on-exec). The descriptors
 /// stay owned by the command, so they are closed in the grader once the command is dropped.
 fn hand_over(cmd: &mut Command, fds: [(OwnedFd, i32); 2]) {
-    // SAFETY: only dup2, which is async-signal-safe, runs between fork and exec.
+    // SAFETY: between fork and exec the closure only calls dup2, an async-signal-safe system call, and
+    // allocates nothing. The descriptors are owned by the closure, so they are open in the child; each is
+    // 10 or more (`high_fd`), never the number it goes to, so dup2 always makes a copy without
+    // close-on-exec, and the first copy cannot overwrite the second descriptor.
     unsafe {
         cmd.pre_exec(move || {
             for (fd, number) in &fds {

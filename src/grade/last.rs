@@ -10,13 +10,12 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::outcome::{GradeResult, GroupStatus};
-use crate::metadata;
+use crate::{atomic_file, metadata};
 
 pub const FILE: &str = "last-grade.json";
 
@@ -61,7 +60,7 @@ pub fn record(practice_dir: &Path, result: &GradeResult) -> std::io::Result<()> 
     if result.problem.is_some() {
         last.unbuilt = Some(time);
         let json = serde_json::to_string_pretty(&last).map_err(std::io::Error::other)?;
-        return write_atomically(&path(practice_dir), json.as_bytes());
+        return atomic_file::write(&path(practice_dir), json.as_bytes());
     }
     last.unbuilt = None;
     for g in &result.groups {
@@ -75,23 +74,7 @@ pub fn record(practice_dir: &Path, result: &GradeResult) -> std::io::Result<()> 
         last.labs.insert(g.group.lab.clone(), verdict);
     }
     let json = serde_json::to_string_pretty(&last).map_err(std::io::Error::other)?;
-    write_atomically(&path(practice_dir), json.as_bytes())
-}
-
-/// Writes `path` through a temporary file in the same directory and a rename, so a reader never sees half
-/// a file. (No fsync: these are reports, and the learner waits for every millisecond.)
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".pi-course-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    atomic_file::write(&path(practice_dir), json.as_bytes())
 }
 
 impl<'de> Deserialize<'de> for GroupStatus {
@@ -113,7 +96,7 @@ mod tests {
     use std::time::Duration;
 
     fn graded(problem: Option<Problem>, passed: bool) -> GradeResult {
-        let group = Catalog::embedded().chapter("07").unwrap().groups[0].clone();
+        let group = Catalog::chapter_07().groups[0].clone();
         let outcome = if passed {
             Outcome::Passed
         } else {

@@ -26,7 +26,7 @@ use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::report::Format;
 use crate::sandbox::Sandbox;
-use crate::{cache, report};
+use crate::{atomic_file, cache, report};
 
 pub use outcome::{GradeResult, GroupResult, Problem, Status, Warning};
 
@@ -466,7 +466,7 @@ fn listed(target: &std::path::Path) -> Option<Vec<String>> {
 fn remember_list(target: &std::path::Path, names: &[String]) {
     let json = serde_json::to_string(names).expect("names serialize");
     // A list that cannot be kept is asked for again next time; nothing else depends on it.
-    let _ = last::write_atomically(&list_record(target), json.as_bytes());
+    let _ = atomic_file::write(&list_record(target), json.as_bytes());
 }
 
 /// The `grade` command: open, select, grade, report. Exit 0 pass, 1 fail or error, 2 bad input.
@@ -508,9 +508,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode
 
     let mut result = result;
     if let Some(junit) = &args.junit {
-        if let Err(e) =
-            last::write_atomically(junit, report::junit::render(&result, lang).as_bytes())
-        {
+        if let Err(e) = atomic_file::write(junit, report::junit::render(&result, lang).as_bytes()) {
             result.warnings.push(Warning::ReportNotWritten {
                 file: junit.display().to_string(),
                 error: e.to_string(),

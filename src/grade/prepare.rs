@@ -154,8 +154,7 @@ mod tests {
 
     #[test]
     fn writes_only_what_differs_and_keeps_mtimes() {
-        let catalog = Catalog::embedded();
-        let chapter = catalog.chapter("07").unwrap();
+        let chapter = &Catalog::chapter_07();
         let practice = tempfile::tempdir().unwrap();
         let build = tempfile::tempdir().unwrap();
         for f in chapter.skeleton_files() {

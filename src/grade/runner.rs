@@ -355,6 +355,8 @@ use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 fn main() {
     let mut orders = String::new();
+    // SAFETY: the grader opens descriptors 3 (orders) and 4 (verdicts) for this process, and nothing
+    // else in it owns them.
     unsafe { std::fs::File::from_raw_fd(3) }.read_to_string(&mut orders).unwrap();
     let mut out = unsafe { std::fs::File::from_raw_fd(4) };
     let mut lines = orders.lines();

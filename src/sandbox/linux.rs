@@ -13,6 +13,7 @@ use landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
+use rustix::process::{Pid, Resource, Rlimit, Signal};
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule,
@@ -26,7 +27,9 @@ const KNOWN_ABI: i32 = 6;
 
 /// The Landlock ABI of the running kernel (0: none).
 fn kernel_abi() -> i32 {
-    // SAFETY: a query that takes no pointer (LANDLOCK_CREATE_RULESET_VERSION).
+    // The landlock crate keeps this query to itself, so it is made here.
+    // SAFETY: with LANDLOCK_CREATE_RULESET_VERSION (flags = 1) the call only returns the ABI version: the
+    // attribute pointer must be null and the size 0, so the kernel reads and writes no memory of ours.
     let abi = unsafe {
         libc::syscall(
             libc::SYS_landlock_create_ruleset,
@@ -47,8 +50,7 @@ pub fn support() -> Result<(), String> {
                 .to_string(),
         );
     }
-    // SAFETY: PR_GET_SECCOMP takes no pointer.
-    if unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) } < 0 {
+    if rustix::thread::secure_computing_mode().is_err() {
         return Err(
             "this Linux kernel has no seccomp filters: learner code runs with your rights"
                 .to_string(),
@@ -63,24 +65,27 @@ fn abi() -> ABI {
 
 /// A ruleset that handles every file-system right and TCP, and confines signals and abstract sockets to
 /// the sandbox where the kernel can.
-fn ruleset() -> Result<RulesetCreated, landlock::RulesetError> {
+fn ruleset() -> io::Result<RulesetCreated> {
     let abi = abi();
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::from_all(abi))?
-        .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessNet::from_all(abi))?;
-    if abi >= ABI::V6 {
-        ruleset = ruleset.scope(Scope::from_all(abi))?;
-    }
-    ruleset.create()
+    let created = || -> Result<RulesetCreated, landlock::RulesetError> {
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))?
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessNet::from_all(abi))?;
+        if abi >= ABI::V6 {
+            ruleset = ruleset.scope(Scope::from_all(abi))?;
+        }
+        ruleset.create()
+    };
+    created().map_err(landlock_error)
 }
 
 fn add(
     ruleset: RulesetCreated,
     path: &Path,
     access: BitFlags<AccessFs>,
-) -> Result<RulesetCreated, landlock::RulesetError> {
+) -> io::Result<RulesetCreated> {
     match PathFd::new(path) {
         // A file gets only the rights that apply to files.
         Ok(fd) => {
@@ -89,7 +94,9 @@ fn add(
             } else {
                 access & AccessFs::from_file(abi())
             };
-            ruleset.add_rule(PathBeneath::new(fd, access))
+            ruleset
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(landlock_error)
         }
         // A path this machine does not have (no /lib64, no ~/.cargo/git): nothing to allow.
         Err(_) => Ok(ruleset),
@@ -126,31 +133,35 @@ pub fn confine_test(
     active: bool,
 ) -> io::Result<()> {
     let confinement = if active {
-        let mut ruleset = ruleset().map_err(landlock_error)?;
-        for dir in LIBRARIES {
-            ruleset = add(ruleset, Path::new(dir), read()).map_err(landlock_error)?;
-        }
-        for loader in LOADERS {
-            ruleset = add(ruleset, &resolved(Path::new(loader)), code()).map_err(landlock_error)?;
-        }
-        ruleset = add(ruleset, Path::new("/etc/ld.so.cache"), read()).map_err(landlock_error)?;
-        ruleset = add(ruleset, &paths.exe, code()).map_err(landlock_error)?;
-        for path in &paths.read {
-            ruleset = add(ruleset, path, read()).map_err(landlock_error)?;
-        }
-        ruleset =
-            add(ruleset, &paths.scratch, AccessFs::from_all(abi())).map_err(landlock_error)?;
-        Some((ruleset, test_filters()?))
+        Some((test_ruleset(paths)?, test_filters()?))
     } else {
         None
     };
     let rlimits = [
-        (libc::RLIMIT_DATA, limits.memory),
-        (libc::RLIMIT_FSIZE, limits.file_size),
-        (libc::RLIMIT_CORE, 0),
+        (Resource::Data, limits.memory),
+        (Resource::Fsize, limits.file_size),
+        (Resource::Core, 0),
     ];
     confine(cmd, rlimits, confinement);
     Ok(())
+}
+
+/// What a test process may touch: the system libraries and loaders, its executable, its scratch
+/// directory.
+fn test_ruleset(paths: &TestPaths) -> io::Result<RulesetCreated> {
+    let mut ruleset = ruleset()?;
+    for dir in LIBRARIES {
+        ruleset = add(ruleset, Path::new(dir), read())?;
+    }
+    for loader in LOADERS {
+        ruleset = add(ruleset, &resolved(Path::new(loader)), code())?;
+    }
+    ruleset = add(ruleset, Path::new("/etc/ld.so.cache"), read())?;
+    ruleset = add(ruleset, &paths.exe, code())?;
+    for path in &paths.read {
+        ruleset = add(ruleset, path, read())?;
+    }
+    add(ruleset, &paths.scratch, AccessFs::from_all(abi()))
 }
 
 pub fn confine_build(
@@ -160,40 +171,42 @@ pub fn confine_build(
     active: bool,
 ) -> io::Result<()> {
     let confinement = if active {
-        let mut ruleset = ruleset().map_err(landlock_error)?;
-        for dir in toolchain_dirs() {
-            ruleset = add(ruleset, &dir, code()).map_err(landlock_error)?;
-        }
-        if let Some(home) = cargo_home() {
-            // The downloaded packages and the user's cargo configuration (a mirror, say), never the
-            // credentials beside them.
-            for part in ["registry", "git", "config.toml", "config"] {
-                ruleset = add(ruleset, &home.join(part), read()).map_err(landlock_error)?;
-            }
-        }
-        for file in ["/etc/ld.so.cache", "/dev/urandom"] {
-            ruleset = add(ruleset, Path::new(file), read()).map_err(landlock_error)?;
-        }
-        let write = AccessFs::from_all(abi());
-        ruleset = add(ruleset, Path::new("/dev/null"), write).map_err(landlock_error)?;
-        ruleset = add(ruleset, &paths.package, read()).map_err(landlock_error)?;
-        for path in &paths.read {
-            ruleset = add(ruleset, path, read()).map_err(landlock_error)?;
-        }
-        std::fs::create_dir_all(super::tmp_dir(paths))?;
-        ruleset = add(ruleset, &paths.target, write).map_err(landlock_error)?;
-        Some((ruleset, Vec::new()))
+        Some((build_ruleset(paths)?, Vec::new()))
     } else {
         None
     };
     // RLIMIT_CPU is the one bound on a compiler that evaluates a constant forever after the grader was
     // killed: each process of the build gets at most this much CPU time.
-    let rlimits = [
-        (libc::RLIMIT_CPU, limits.build_cpu_secs),
-        (libc::RLIMIT_CORE, 0),
-    ];
+    let rlimits = [(Resource::Cpu, limits.build_cpu_secs), (Resource::Core, 0)];
     confine(cmd, rlimits, confinement);
     Ok(())
+}
+
+/// What a build may touch: the toolchain, the downloaded packages, its package (read) and its target
+/// directory (write).
+fn build_ruleset(paths: &BuildPaths) -> io::Result<RulesetCreated> {
+    let mut ruleset = ruleset()?;
+    for dir in toolchain_dirs() {
+        ruleset = add(ruleset, &dir, code())?;
+    }
+    if let Some(home) = cargo_home() {
+        // The downloaded packages and the user's cargo configuration (a mirror, say), never the
+        // credentials beside them.
+        for part in ["registry", "git", "config.toml", "config"] {
+            ruleset = add(ruleset, &home.join(part), read())?;
+        }
+    }
+    for file in ["/etc/ld.so.cache", "/dev/urandom"] {
+        ruleset = add(ruleset, Path::new(file), read())?;
+    }
+    let write = AccessFs::from_all(abi());
+    ruleset = add(ruleset, Path::new("/dev/null"), write)?;
+    ruleset = add(ruleset, &paths.package, read())?;
+    for path in &paths.read {
+        ruleset = add(ruleset, path, read())?;
+    }
+    std::fs::create_dir_all(super::tmp_dir(paths))?;
+    add(ruleset, &paths.target, write)
 }
 
 /// The directories a build runs code from: the system's, the toolchain's and the cargo home's `bin`.
@@ -283,34 +296,37 @@ fn test_filters() -> io::Result<Vec<BpfProgram>> {
 /// seccomp when `confinement` is given.
 fn confine<const N: usize>(
     cmd: &mut Command,
-    rlimits: [(libc::__rlimit_resource_t, u64); N],
+    rlimits: [(Resource, u64); N],
     confinement: Option<(RulesetCreated, Vec<BpfProgram>)>,
 ) {
-    let grader = std::process::id() as libc::pid_t;
-    let mut confinement = confinement;
-    // SAFETY: the closure only makes system calls (setrlimit, signal, prctl, getppid, Landlock's
-    // restrict_self, seccomp); the ruleset and programs were built before the fork.
+    let grader = Pid::from_raw(std::process::id() as i32);
+    let (mut ruleset, filters) = match confinement {
+        Some((ruleset, filters)) => (Some(ruleset), filters),
+        None => (None, Vec::new()),
+    };
+    // SAFETY: the closure runs in the child between fork and exec, where other threads of the grader may
+    // have left locks (the allocator's too) held, so it only makes system calls: setrlimit, prctl and
+    // getppid through rustix, signal (async-signal-safe), restrict_self and apply_filter (prctl plus one
+    // Landlock or seccomp call each). It allocates and frees nothing: the ruleset (a descriptor) and the
+    // seccomp programs were built before the fork and are consumed or borrowed, and every error is a raw
+    // OS error.
     unsafe {
         cmd.pre_exec(move || {
             for (resource, value) in rlimits {
-                let limit = libc::rlimit {
-                    rlim_cur: value as libc::rlim_t,
-                    rlim_max: value as libc::rlim_t,
+                let limit = Rlimit {
+                    current: Some(value),
+                    maximum: Some(value),
                 };
-                if libc::setrlimit(resource, &limit) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
+                rustix::process::setrlimit(resource, limit)?;
             }
             // A write past the file-size limit fails with EFBIG instead of killing the process.
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
             // The grader may have died before the line above: then nothing would kill this process.
-            if libc::getppid() != grader {
+            if rustix::process::getppid() != grader {
                 return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
-            if let Some((ruleset, filters)) = confinement.take() {
+            if let Some(ruleset) = ruleset.take() {
                 if ruleset.restrict_self().is_err() {
                     return Err(io::Error::from_raw_os_error(libc::EPERM));
                 }

@@ -286,7 +286,8 @@ fn resolved(path: &Path) -> PathBuf {
 #[cfg(not(target_os = "linux"))]
 fn unix_limits(cmd: &mut Command, limits: &[(libc::c_int, u64)]) {
     let limits: Vec<(libc::c_int, u64)> = limits.to_vec();
-    // SAFETY: only setrlimit, which is async-signal-safe, runs between fork and exec.
+    // SAFETY: between fork and exec the closure only calls setrlimit, an async-signal-safe system call,
+    // on a Vec allocated before the fork; it allocates and frees nothing.
     unsafe {
         cmd.pre_exec(move || {
             for &(resource, value) in &limits {

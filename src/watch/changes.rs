@@ -129,12 +129,18 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn only_content_changes_count() {
+    /// A directory with one watched file, `src/a.rs`, that says "one".
+    fn one_file() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("src")).unwrap();
         let file = dir.path().join("src/a.rs");
         std::fs::write(&file, "one").unwrap();
+        (dir, file)
+    }
+
+    #[test]
+    fn only_content_changes_count() {
+        let (dir, file) = one_file();
         let mut changes = Changes::start(dir.path(), &["src/a.rs".into()], true);
         assert_eq!(changes.mode, Mode::Polling);
         assert!(!changes.check());
@@ -153,10 +159,7 @@ mod tests {
 
     #[test]
     fn a_rename_over_the_file_is_an_event() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("src")).unwrap();
-        let file = dir.path().join("src/a.rs");
-        std::fs::write(&file, "one").unwrap();
+        let (dir, file) = one_file();
         let rt = runtime();
         rt.block_on(async {
             let mut changes = Changes::start(dir.path(), &["src/a.rs".into()], false);

@@ -449,8 +449,7 @@ mod tests {
 
     #[test]
     fn one_row_per_lab_and_the_next_step() {
-        let catalog = Catalog::embedded();
-        let ch = catalog.chapter("07").unwrap();
+        let ch = &Catalog::chapter_07();
         let r = result(ch, &["plain-stop"]);
         let lines = render(&view(ch, Some(&r), Lang::Zh), None, 0, 100, 40);
         assert!(row(&lines, "7.1").ends_with("1/1  ✓"), "{lines:#?}");
@@ -469,8 +468,7 @@ mod tests {
 
     #[test]
     fn the_hint_opens_under_the_next_step() {
-        let catalog = Catalog::embedded();
-        let ch = catalog.chapter("07").unwrap();
+        let ch = &Catalog::chapter_07();
         let r = result(ch, &["plain-stop", "single-tool"]);
         let mut v = view(ch, Some(&r), Lang::En);
         v.show_hint = true;
@@ -482,8 +480,7 @@ mod tests {
 
     #[test]
     fn while_it_does_not_compile_the_hint_is_for_the_lab_in_progress() {
-        let catalog = Catalog::embedded();
-        let ch = catalog.chapter("07").unwrap();
+        let ch = &Catalog::chapter_07();
         let mut r = result(ch, &[]);
         r.problem = Some(Problem::Compile {
             rendered: "error: expected one of".into(),
@@ -496,8 +493,7 @@ mod tests {
 
     #[test]
     fn every_lab_passing_is_the_end() {
-        let catalog = Catalog::embedded();
-        let ch = catalog.chapter("07").unwrap();
+        let ch = &Catalog::chapter_07();
         let all: Vec<&str> = ch.groups.iter().map(|g| g.slug.as_str()).collect();
         let r = result(ch, &all);
         let text = render(&view(ch, Some(&r), Lang::En), None, 0, 100, 40).join("\n");
@@ -510,8 +506,7 @@ mod tests {
 
     #[test]
     fn the_screen_fits_the_terminal() {
-        let catalog = Catalog::embedded();
-        let ch = catalog.chapter("07").unwrap();
+        let ch = &Catalog::chapter_07();
         let mut r = result(ch, &[]);
         r.problem = Some(Problem::Compile {
             rendered: (0..200)
@@ -532,8 +527,7 @@ mod tests {
 
     #[test]
     fn wide_and_zero_width_characters_fit_the_terminal() {
-        let catalog = Catalog::embedded();
-        let ch = catalog.chapter("07").unwrap();
+        let ch = &Catalog::chapter_07();
         let mut r = result(ch, &[]);
         // Wide (CJK, emoji, full-width), zero-width (combining accent, zero-width space, joiner) text.
         let line =
@@ -554,8 +548,7 @@ mod tests {
 
     #[test]
     fn the_status_line_shows_the_stage_while_grading() {
-        let catalog = Catalog::embedded();
-        let ch = catalog.chapter("07").unwrap();
+        let ch = &Catalog::chapter_07();
         let mut v = view(ch, None, Lang::En);
         v.grading = true;
         v.queued = true;
