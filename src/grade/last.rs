@@ -108,6 +108,7 @@ mod tests {
             protection: Default::default(),
             chapter: "07".into(),
             test_target: "ch07".into(),
+            track: crate::catalog::Track::Rust,
             warnings: Vec::new(),
             groups: vec![GroupResult {
                 group,

@@ -279,6 +279,7 @@ fn empty_result(chapter: &Chapter, groups: &[Group], opts: &GradeOptions) -> Gra
     GradeResult {
         chapter: chapter.id.clone(),
         test_target: chapter.test_target.clone(),
+        track: chapter.track,
         warnings: Vec::new(),
         protection: opts.sandbox.protection(),
         problem: None,

@@ -322,6 +322,8 @@ pub struct GradeResult {
     pub chapter: String,
     /// The chapter's test target, e.g. `ch07` (for "run one test by hand" hints).
     pub test_target: String,
+    /// The track graded: how a test is run by hand differs.
+    pub track: crate::catalog::Track,
     pub warnings: Vec<Warning>,
     /// What protected this grade (the sandbox's layers, or why there was none).
     pub protection: crate::sandbox::Protection,
@@ -504,6 +506,7 @@ mod tests {
             protection: Default::default(),
             chapter: "07".into(),
             test_target: "ch07".into(),
+            track: crate::catalog::Track::Rust,
             warnings: vec![],
             problem: None,
             groups,

@@ -232,7 +232,11 @@ fn render_verdicts(result: &GradeResult, lang: Lang, style: &Style, detail: Deta
         }
     }
     if any_failure {
-        let hint = lang.t("grade-run-one", &[("target", &result.test_target)]);
+        let key = match result.track {
+            crate::catalog::Track::Rust => "grade-run-one",
+            crate::catalog::Track::TypeScript => "grade-run-one-typescript",
+        };
+        let hint = lang.t(key, &[("target", &result.test_target)]);
         writeln!(out, "  {}", paint.dim(&hint)).unwrap();
     }
     out

@@ -394,6 +394,7 @@ mod tests {
             protection: Default::default(),
             chapter: chapter.id.clone(),
             test_target: chapter.test_target.clone(),
+            track: chapter.track,
             warnings: vec![],
             problem: None,
             groups: chapter
