@@ -76,6 +76,14 @@ impl Track {
         }
     }
 
+    /// The prefix of the full names of `group`'s tests in this track (see [`Chapter::test_prefix`]).
+    pub fn test_prefix(self, group: &Group) -> String {
+        match self {
+            Track::Rust => format!("{}::", group.module()),
+            Track::TypeScript => format!("{} › ", group.name.zh),
+        }
+    }
+
     /// The track's folder inside a chapter's folder (`""` for the Rust track, which is the chapter's top).
     fn folder(self) -> &'static str {
         match self {
@@ -234,10 +242,7 @@ impl Chapter {
     /// (`plain_stop::`), the TypeScript track's Chinese group name (`纯文本 stop › `), which is what the
     /// chapter's text tells learners to pass to `node --test --test-name-pattern`.
     pub fn test_prefix(&self, group: &Group) -> String {
-        match self.track {
-            Track::Rust => format!("{}::", group.module()),
-            Track::TypeScript => format!("{} › ", group.name.zh),
-        }
+        self.track.test_prefix(group)
     }
 
     /// This chapter as a practice directory of `layout` sees it: the current layout, or an older one it

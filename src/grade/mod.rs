@@ -339,7 +339,10 @@ async fn build_and_run(
     progress(Stage::Preparing);
     prepare::prepare(chapter, &editable, &build_dir.path)?;
 
-    let first_of = (!cache::is_built(&build_dir.target)).then(|| {
+    // The TypeScript track's first grade installs its dependencies (`npm ci`), shown as a build step.
+    let compiles_dependencies =
+        chapter.track == crate::catalog::Track::Rust && !cache::is_built(&build_dir.target);
+    let first_of = compiles_dependencies.then(|| {
         // One crate per package in the lock file: close to the count cargo reports (a build script
         // adds one), so the count is capped at it.
         std::fs::read_to_string(build_dir.path.join("Cargo.lock"))
@@ -385,7 +388,11 @@ async fn build_and_run(
     .map_err(|problem| {
         // A cache removed under a running build makes cargo and rustc fail in ways that look like the
         // learner's errors ("could not write output"): say what really happened.
-        if build_dir.path.join("Cargo.toml").exists() && build_dir.target.exists() {
+        let manifest = match chapter.track {
+            crate::catalog::Track::Rust => "Cargo.toml",
+            crate::catalog::Track::TypeScript => "package.json",
+        };
+        if build_dir.path.join(manifest).exists() && build_dir.target.exists() {
             problem
         } else {
             Problem::CacheGone {
@@ -437,6 +444,20 @@ async fn build_and_run(
             });
         })
         .await;
+    // Stack traces name the build slot (`file:///…/cache/…/slot-0/src/agent-loop.ts:12:5`); the learner
+    // knows the file as `src/agent-loop.ts`, relative to their own directory.
+    let slot = build_dir.path.display().to_string();
+    let results: Vec<_> = results
+        .into_iter()
+        .map(|mut t| {
+            if let Some(text) = t.outcome.text_mut() {
+                *text = text
+                    .replace(&format!("file://{slot}/"), "")
+                    .replace(&format!("{slot}/"), "");
+            }
+            t
+        })
+        .collect();
     for g in &mut result.groups {
         let prefix = chapter.test_prefix(&g.group);
         g.tests = results

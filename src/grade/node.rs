@@ -27,6 +27,13 @@ use super::toolchain::TestCommand;
 use crate::process;
 use crate::sandbox::BuildPaths;
 
+/// System files node reads at every start: OpenSSL's configuration (refused, node does not start).
+const NODE_READS: &[&str] = &["/etc/ssl/openssl.cnf"];
+
+fn node_reads() -> impl Iterator<Item = PathBuf> {
+    NODE_READS.iter().map(PathBuf::from).filter(|p| p.exists())
+}
+
 /// Where the compiled code goes (`outDir` of the given `tsconfig.json`).
 const DIST: &str = "dist";
 
@@ -235,7 +242,9 @@ async fn compile(
     let paths = BuildPaths {
         package: req.build_dir.to_path_buf(),
         target: dist,
-        read: vec![deps.to_path_buf()],
+        read: std::iter::once(deps.to_path_buf())
+            .chain(node_reads())
+            .collect(),
     };
     let io_problem = |e: std::io::Error| Problem::Io {
         what: "tsc".into(),
@@ -328,7 +337,7 @@ fn test_command(req: &BuildRequest<'_>, node: &Node) -> TestCommand {
             format!("--max-old-space-size={}", (memory_mib * 3 / 4).max(64)).into(),
             harness.join("run.mjs").into(),
         ],
-        read: vec![dist, harness],
+        read: [dist, harness].into_iter().chain(node_reads()).collect(),
         envs: vec![
             ("PI_COURSE_EDITABLE".into(), editable.join(",")),
             // The permission model and frozen intrinsics announce themselves as experimental on every start.

@@ -91,6 +91,21 @@ pub struct TestResult {
     pub duration: Duration,
 }
 
+impl Outcome {
+    /// The text this outcome carries (a message or the process's output), to be rewritten in place.
+    pub fn text_mut(&mut self) -> Option<&mut String> {
+        match self {
+            Outcome::Passed => None,
+            Outcome::Panicked { message } => Some(message),
+            Outcome::Failed { output }
+            | Outcome::TimedOut { output, .. }
+            | Outcome::Signalled { output, .. }
+            | Outcome::ExitedEarly { output, .. }
+            | Outcome::MemoryLimit { output, .. } => Some(output),
+        }
+    }
+}
+
 impl TestResult {
     pub fn status(&self) -> TestStatus {
         match self.outcome {

@@ -162,7 +162,10 @@ fn render_verdicts(result: &GradeResult, lang: Lang, style: &Style, detail: Deta
             writeln!(
                 out,
                 "    {}",
-                lang.t("grade-group-no-tests", &[("module", &g.group.module())])
+                lang.t(
+                    "grade-group-no-tests",
+                    &[("prefix", &result.track.test_prefix(&g.group))],
+                )
             )
             .unwrap();
             continue;

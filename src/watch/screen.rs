@@ -286,7 +286,10 @@ fn details(view: &View<'_>) -> Vec<String> {
         Standing::Lab(g) => {
             let Some(test) = g.tests.iter().find(|t| t.status() != TestStatus::Pass) else {
                 if g.status() == GroupStatus::Error {
-                    return vec![lang.t("grade-group-no-tests", &[("module", &g.group.module())])];
+                    return vec![lang.t(
+                        "grade-group-no-tests",
+                        &[("prefix", &view.chapter.test_prefix(&g.group))],
+                    )];
                 }
                 return Vec::new();
             };
