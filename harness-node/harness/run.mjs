@@ -13,8 +13,10 @@
 //   cannot swap Array or JSON methods under the tests either.
 // - The test files load the learner's loop lazily, inside test bodies. So every test is registered and
 //   the list is sealed before one line of learner code runs: no test can be added, removed or replaced.
-// - The modules the tests rely on (the course code, the test kit, node:assert) are frozen before the
-//   first test runs, so learner code cannot rewrite what a test checks with.
+// - The modules the tests rely on (the course code, the test kit, node:assert, node:util) and the
+//   globals they call are frozen before the first test runs, so learner code cannot rewrite what a
+//   test checks with. Node's ways to look into its own process (heap snapshots, vm, V8 flags, loader
+//   hooks) are refused.
 // - node runs with the permission model: no child processes, workers, inspector or native addons, and
 //   reads only of the compiled code. The grader's sandbox confines the process besides.
 
@@ -22,8 +24,6 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createRequire, syncBuiltinESMExports } from "node:module";
-import assert from "node:assert";
-import strict from "node:assert/strict";
 
 // Taken before any other code runs (see above).
 const { writeSync, readFileSync, closeSync, readdirSync } = fs;
@@ -142,8 +142,11 @@ refuse("node:vm", ["Script", "createContext", "runInContext", "runInNewContext",
 refuse("node:trace_events", ["createTracing"]);
 refuse("node:module", ["register"]);
 syncBuiltinESMExports();
-harden(assert);
-harden(strict);
+const LOCKED_GLOBALS = [
+  "structuredClone", "setTimeout", "clearTimeout", "setInterval", "clearInterval", "setImmediate",
+  "clearImmediate", "queueMicrotask",
+];
+const HARDENED_MODULES = ["node:assert", "node:assert/strict", "node:util", "node:async_hooks"];
 
 const given = [];
 try {
@@ -159,6 +162,15 @@ try {
 }
 sealed = true;
 for (const namespace of given) harden(namespace);
+// The globals the course code and the tests call, and the built-in modules they check with: fixed
+// before any learner code runs. (Node's own classes such as EventEmitter are left alone: freezing
+// their prototypes would break node itself.)
+for (const name of LOCKED_GLOBALS) {
+  const value = globalThis[name];
+  Object.defineProperty(globalThis, name, { value, writable: false, configurable: false });
+  harden(value);
+}
+for (const moduleName of HARDENED_MODULES) harden(builtin(moduleName));
 
 if (mode === "list") {
   for (const name of tests.keys()) record("listed", name);

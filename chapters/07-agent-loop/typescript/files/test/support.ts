@@ -25,13 +25,12 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import * as nodeTest from "node:test";
 import { inspect, isDeepStrictEqual } from "node:util";
 
-import {
-  runAgentLoop,
-  type AgentContext,
-  type AgentLoopOptions,
-  type AgentRunResult,
-  type LoopEvent,
-  type RunReason,
+import type {
+  AgentContext,
+  AgentLoopOptions,
+  AgentRunResult,
+  LoopEvent,
+  RunReason,
 } from "../src/agent-loop.js";
 import { EventStream } from "../src/event-stream.js";
 import {
@@ -48,6 +47,18 @@ import {
 import type { Model, ModelEvent, ModelRequest } from "../src/model.js";
 import { eventsFor, ScriptedModel } from "../src/scripted-model.js";
 import { ToolRegistry, type ToolContext, type ToolExecutor } from "../src/tool.js";
+
+// 学习者的循环在测试运行时才加载，测试文件加载时从不加载：评分时，所有测试在任何学习者代码运行之前就已登记、
+// 封存。下面这些全局函数也在那之前取好，之后学习者代码对全局对象做的任何改动都影响不到测试。
+// The learner's loop is loaded when a test runs, never while the test files load: graded, every test is
+// registered and sealed before any learner code runs. The globals below are taken before that too, so
+// nothing the learner's code later does to the global object changes what the tests see.
+const { structuredClone, setTimeout, clearTimeout } = globalThis;
+let learnerModule: Promise<typeof import("../src/agent-loop.js")> | undefined;
+function learnerLoop(): Promise<typeof import("../src/agent-loop.js")> {
+  learnerModule ??= import("../src/agent-loop.js");
+  return learnerModule;
+}
 
 // ---------------------------------------------------------------------------------------------
 // 注册测试 / Registering tests
@@ -695,6 +706,7 @@ export class Setup {
     progress.tick();
     let loop: Promise<AgentRunResult>;
     try {
+      const { runAgentLoop } = await learnerLoop();
       loop = Promise.resolve(runAgentLoop(this.options));
     } catch (error) {
       loop = Promise.reject(error);
