@@ -1,7 +1,8 @@
 //! What a class's submissions folder holds: one entry per learner, named after the entry.
 //!
 //! An entry is a practice directory (it has `.pi-course/practice.toml`), a folder holding the editable
-//! file by its name (`agent_loop.rs`) or by its path (`src/agent_loop.rs`), or a file `<name>.rs`.
+//! file by its name (`agent_loop.rs`) or by its path (`src/agent_loop.rs`), or a file `<name>.rs`; or
+//! the same of another track of the chapter (`agent-loop.ts`, `<name>.ts`). A class may mix tracks.
 //! Anything else is still a learner's entry, one that cannot be graded: it gets a row that says why.
 //! Hidden entries (`.DS_Store`, `.git`) are not learners and are left out.
 
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::catalog::Chapter;
+use crate::catalog::{Chapter, Track};
 use crate::error::{Result, UserError};
 use crate::grade::prepare::MAX_EDITABLE_BYTES;
 use crate::i18n::Lang;
@@ -31,8 +32,9 @@ pub struct Entry {
 pub enum Shape {
     /// A practice directory, graded as it is (read only).
     Practice,
-    /// The learner's file: `<name>.rs`, or found in the learner's folder.
-    File(PathBuf),
+    /// The learner's file: `<name>.rs` or `<name>.ts`, or found in the learner's folder; the track its
+    /// name says it is in.
+    File(PathBuf, Track),
     /// Not something that can be graded: why, in the chosen language.
     Malformed(String),
 }
@@ -86,12 +88,14 @@ pub fn scan(dir: &Path, chapter: &Chapter, lang: Lang) -> Result<Vec<Entry>> {
 }
 
 fn classify(path: &Path, raw: &str, utf8: bool, chapter: &Chapter, lang: Lang) -> Entry {
-    let editable = chapter.editable[0].as_str();
-    let file_name = editable.rsplit('/').next().unwrap_or(editable);
-    let extension = Path::new(file_name)
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("rs");
+    // Each track's editable file: `src/agent_loop.rs` (Rust), `src/agent-loop.ts` (TypeScript). A class
+    // may mix tracks; each learner's file says which one is theirs.
+    let tracks: Vec<(Track, String)> = chapter
+        .tracks()
+        .into_iter()
+        .filter_map(|t| Some((t, chapter.with_track(t)?.editable.first()?.clone())))
+        .collect();
+    let file_name = |editable: &str| editable.rsplit('/').next().unwrap_or(editable).to_string();
     let malformed = |name: String, reason: String| Entry {
         name,
         path: path.to_path_buf(),
@@ -100,6 +104,13 @@ fn classify(path: &Path, raw: &str, utf8: bool, chapter: &Chapter, lang: Lang) -
     if !utf8 {
         return malformed(raw.to_string(), lang.t("class-entry-not-utf8", &[]));
     }
+    let names = |of: &dyn Fn(&str) -> String| -> String {
+        tracks
+            .iter()
+            .map(|(_, e)| of(e))
+            .collect::<Vec<_>>()
+            .join(" / ")
+    };
     match fs::metadata(path) {
         Err(e) => malformed(
             raw.to_string(),
@@ -114,43 +125,60 @@ fn classify(path: &Path, raw: &str, utf8: bool, chapter: &Chapter, lang: Lang) -
                     shape: Shape::Practice,
                 };
             }
-            let found: Vec<PathBuf> = [path.join(editable), path.join(file_name)]
-                .into_iter()
-                .filter(|p| fs::symlink_metadata(p).is_ok())
+            let found: Vec<(PathBuf, Track)> = tracks
+                .iter()
+                .flat_map(|(t, editable)| {
+                    [path.join(editable), path.join(file_name(editable))]
+                        .into_iter()
+                        .map(move |p| (p, *t))
+                })
+                .filter(|(p, _)| fs::symlink_metadata(p).is_ok())
                 .collect();
+            let files = names(&file_name);
+            let paths = names(&|e| e.to_string());
             match found.as_slice() {
-                [one] => Entry {
+                [(one, track)] => Entry {
                     name,
                     path: path.to_path_buf(),
-                    shape: Shape::File(one.clone()),
+                    shape: Shape::File(one.clone(), *track),
                 },
                 [] => malformed(
                     name,
                     lang.t(
                         "class-entry-no-file",
-                        &[("file", &file_name), ("path", &editable)],
+                        &[("file", &files), ("path", &paths)],
                     ),
                 ),
                 _ => malformed(
                     name,
                     lang.t(
                         "class-entry-two-files",
-                        &[("file", &file_name), ("path", &editable)],
+                        &[("file", &files), ("path", &paths)],
                     ),
                 ),
             }
         }
-        Ok(_) => match raw.strip_suffix(&format!(".{extension}")) {
-            Some(stem) if !stem.is_empty() => Entry {
-                name: stem.to_string(),
-                path: path.to_path_buf(),
-                shape: Shape::File(path.to_path_buf()),
-            },
-            _ => malformed(
-                raw.to_string(),
-                lang.t("class-entry-not-a-submission", &[("file", &file_name)]),
-            ),
-        },
+        Ok(_) => {
+            let by_extension = tracks.iter().find_map(|(t, editable)| {
+                let extension = Path::new(editable).extension()?.to_str()?;
+                let stem = raw.strip_suffix(&format!(".{extension}"))?;
+                (!stem.is_empty()).then(|| (stem.to_string(), *t))
+            });
+            match by_extension {
+                Some((stem, track)) => Entry {
+                    name: stem,
+                    path: path.to_path_buf(),
+                    shape: Shape::File(path.to_path_buf(), track),
+                },
+                None => malformed(
+                    raw.to_string(),
+                    lang.t(
+                        "class-entry-not-a-submission",
+                        &[("file", &names(&file_name))],
+                    ),
+                ),
+            }
+        }
     }
 }
 
@@ -194,6 +222,14 @@ pub fn read_file(path: &Path, lang: Lang) -> std::result::Result<Read, String> {
 /// one editable file (what `sha256sum` prints for it), or of every one's path and bytes when there are
 /// several. Empty when one cannot be read: the grade then says why.
 pub fn practice_sha256(dir: &Path, chapter: &Chapter) -> String {
+    // The directory's own track decides which file is its editable one.
+    let track = fs::read_to_string(dir.join(metadata::FILE))
+        .ok()
+        .and_then(|text| toml::from_str::<metadata::Metadata>(&text).ok())
+        .map_or(Track::Rust, |m| m.track);
+    let Some(chapter) = chapter.with_track(track) else {
+        return String::new();
+    };
     let mut files = Vec::new();
     for path in &chapter.editable {
         match regular_file::read(&dir.join(path), MAX_EDITABLE_BYTES) {
@@ -246,9 +282,9 @@ mod tests {
         let entries = scan(d, chapter, Lang::En).unwrap();
         let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["ann", "bob", "cy", "dee", "empty", "notes.txt"]);
-        assert!(matches!(&entries[0].shape, Shape::File(p) if p.ends_with("ann.rs")));
-        assert!(matches!(&entries[1].shape, Shape::File(p) if p.ends_with("src/agent_loop.rs")));
-        assert!(matches!(&entries[2].shape, Shape::File(p) if p.ends_with("cy/agent_loop.rs")));
+        assert!(matches!(&entries[0].shape, Shape::File(p, Track::Rust) if p.ends_with("ann.rs")));
+        assert!(matches!(&entries[1].shape, Shape::File(p, Track::Rust) if p.ends_with("src/agent_loop.rs")));
+        assert!(matches!(&entries[2].shape, Shape::File(p, Track::Rust) if p.ends_with("cy/agent_loop.rs")));
         assert!(matches!(entries[3].shape, Shape::Practice));
         assert!(matches!(&entries[4].shape, Shape::Malformed(r) if r.contains("agent_loop.rs")));
         assert!(matches!(entries[5].shape, Shape::Malformed(_)));

@@ -62,7 +62,8 @@ enum Work {
 /// Where a learner's code comes from.
 enum Source {
     Practice(PathBuf),
-    File(PathBuf, entries::Read),
+    /// A learner's file, graded in a practice directory of its track made for it.
+    File(PathBuf, entries::Read, crate::catalog::Track),
     /// Nothing that can be graded: why.
     Not(String),
 }
@@ -351,8 +352,8 @@ fn plan(
             entries::practice_sha256(&entry.path, chapter),
             Source::Practice(entry.path),
         ),
-        Shape::File(path) => match entries::read_file(&path, lang) {
-            Ok(read) => (read.sha256.clone(), Source::File(path, read)),
+        Shape::File(path, track) => match entries::read_file(&path, lang) {
+            Ok(read) => (read.sha256.clone(), Source::File(path, read, track)),
             Err(reason) => (String::new(), Source::Not(reason)),
         },
         Shape::Malformed(reason) => (String::new(), Source::Not(reason)),
@@ -388,16 +389,26 @@ fn in_build_order(
         .unwrap_or_default();
     let share = |source: &Source| -> usize {
         let bytes = match source {
-            Source::File(_, read) => read.bytes.clone(),
+            Source::File(_, read, _) => read.bytes.clone(),
             Source::Practice(dir) => fs::read(dir.join(&chapter.editable[0])).unwrap_or_default(),
             Source::Not(_) => return 0,
         };
         let lines = bytes.split(|&c| c == b'\n').count().max(1);
         cache::shared_lines(&skeleton, &bytes) * 1000 / lines
     };
+    // Learners of the same track build in the same slots: they go together.
+    let track = |source: &Source| match source {
+        Source::File(_, _, track) => *track,
+        _ => crate::catalog::Track::Rust,
+    };
     let mut keyed: Vec<(usize, (String, String, Source))> =
         learners.into_iter().map(|l| (share(&l.2), l)).collect();
-    keyed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1 .0.cmp(&b.1 .0)));
+    keyed.sort_by(|a, b| {
+        track(&a.1 .2)
+            .cmp(&track(&b.1 .2))
+            .then_with(|| b.0.cmp(&a.0))
+            .then_with(|| a.1 .0.cmp(&b.1 .0))
+    });
     keyed.into_iter().map(|(_, l)| l).collect()
 }
 
@@ -519,9 +530,13 @@ async fn grade_one(class: &Class, index: usize, source: Source) -> GradeResult {
                     &[("found", &practice.chapter.id), ("chapter", &chapter.id)],
                 ));
             }
-            grade::grade(&practice, &chapter.groups, &class.opts, &|_| {}).await
+            // The directory's own track: its groups carry that track's hints.
+            grade::grade(&practice, &practice.chapter.groups, &class.opts, &|_| {}).await
         }
-        Source::File(path, read) => {
+        Source::File(path, read, track) => {
+            let Some(chapter) = &chapter.with_track(track) else {
+                return not(lang.t("class-entry-not-practice", &[("error", &track.name())]));
+            };
             let dir = class.scratch.join(index.to_string());
             let made = practice::write_files(&dir, chapter, lang, &[])
                 .and_then(|()| fs::write(dir.join(&chapter.editable[0]), &read.bytes));
