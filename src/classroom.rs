@@ -21,6 +21,8 @@ struct Workflow {
     lang: &'static str,
     install: String,
     timeout: u32,
+    /// The TypeScript track: the runner needs Node.js.
+    typescript: bool,
     groups: Vec<Step>,
     runners: String,
 }
@@ -63,6 +65,7 @@ pub fn workflow(chapter: &Chapter, lang: Lang) -> Result<String, String> {
             lang: lang.code(),
             install: format!("cargo install --locked pi-course --version {version}"),
             timeout: STEP_MINUTES,
+            typescript: chapter.track == crate::catalog::Track::TypeScript,
             groups,
             runners,
         },
