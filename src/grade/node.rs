@@ -333,6 +333,8 @@ fn test_command(req: &BuildRequest<'_>, node: &Node) -> TestCommand {
             "--frozen-intrinsics".into(),
             "--no-addons".into(),
             "--disallow-code-generation-from-strings".into(),
+            // Stack traces in failure messages name the learner's TypeScript lines, not the compiled ones.
+            "--enable-source-maps".into(),
             // V8 gives up with "JavaScript heap out of memory" before the process limit is reached.
             format!("--max-old-space-size={}", (memory_mib * 3 / 4).max(64)).into(),
             harness.join("run.mjs").into(),
