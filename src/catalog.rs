@@ -506,6 +506,36 @@ mod tests {
     }
 
     #[test]
+    fn chapter_07_has_a_typescript_track_with_the_same_groups() {
+        let catalog = Catalog::embedded();
+        let rust = catalog.chapter("07").unwrap();
+        assert_eq!(rust.tracks(), vec![Track::Rust, Track::TypeScript]);
+        let ts = rust.with_track(Track::TypeScript).expect("the TypeScript track");
+        assert_eq!(ts.track, Track::TypeScript);
+        assert_eq!(ts.editable, vec!["src/agent-loop.ts".to_string()]);
+        let slugs = |c: &Chapter| c.groups.iter().map(|g| g.slug.clone()).collect::<Vec<_>>();
+        assert_eq!(slugs(&ts), slugs(rust));
+        for (r, t) in rust.groups.iter().zip(&ts.groups) {
+            assert_eq!((r.points, &r.lab, &r.name.zh), (t.points, &t.lab, &t.name.zh));
+            assert_ne!(r.hint.zh, t.hint.zh, "{}: the track has its own hint", r.slug);
+        }
+        let given = ts.given_files();
+        let has = |path: &str| given.iter().any(|f| f.path == path);
+        assert!(has("package.json") && has("package-lock.json") && has("tsconfig.json"));
+        assert!(has("harness/run.mjs") && has("src/message.ts") && has("test/support.ts"));
+        assert!(!has("src/agent-loop.ts") && !has("Cargo.toml") && !has("harness/Cargo.toml"));
+        assert!(!rust.given_files().iter().any(|f| f.path.ends_with(".ts")));
+        assert_eq!(ts.skeleton_files_in(Lang::En).len(), 1);
+        assert_ne!(
+            ts.skeleton_files_in(Lang::En)[0].bytes,
+            ts.skeleton_files_in(Lang::Zh)[0].bytes
+        );
+        let plain = &ts.groups[0];
+        assert_eq!(ts.test_prefix(plain), "纯文本 stop › ");
+        assert_eq!(rust.test_prefix(plain), "plain_stop::");
+    }
+
+    #[test]
     fn groups_are_found_by_slug_name_and_lab() {
         let catalog = Catalog::embedded();
         let ch = catalog.chapter("7").unwrap();
