@@ -8,7 +8,13 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const ROOTS: &[&str] = &["snapshots", "chapters", "templates", "harness", "harness-node"];
+const ROOTS: &[&str] = &[
+    "snapshots",
+    "chapters",
+    "templates",
+    "harness",
+    "harness-node",
+];
 
 fn is_repo_only(rel: &str) -> bool {
     let parts: Vec<&str> = rel.split('/').collect();

@@ -178,7 +178,13 @@ fn main() {
     practice(&dir, "typescript");
     edit(&dir, "typescript", 0, false);
     let npm = Command::new("npm")
-        .args(["ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"])
+        .args([
+            "ci",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+        ])
         .current_dir(&dir)
         .status()
         .expect("npm ci");

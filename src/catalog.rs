@@ -219,7 +219,11 @@ impl Chapter {
             .groups
             .iter()
             .map(|g| Group {
-                hint: m.hints.get(&g.slug).cloned().unwrap_or_else(|| g.hint.clone()),
+                hint: m
+                    .hints
+                    .get(&g.slug)
+                    .cloned()
+                    .unwrap_or_else(|| g.hint.clone()),
                 ..g.clone()
             })
             .collect();
@@ -315,9 +319,8 @@ impl Chapter {
     /// The skeleton in `lang`: `skeleton.<lang>/` where the chapter has one (its comments and `todo!()`
     /// texts translated), else `skeleton/`. Both declare the same code, so grading never depends on it.
     pub fn skeleton_files_in(&self, lang: Lang) -> Vec<File> {
-        let dir = |name: &str| -> Vec<File> {
-            Self::embedded_under(&self.content_dir(name)).collect()
-        };
+        let dir =
+            |name: &str| -> Vec<File> { Self::embedded_under(&self.content_dir(name)).collect() };
         let (default, translated) = match lang {
             Lang::Zh => (dir("skeleton"), Vec::new()),
             Lang::En => (dir("skeleton"), dir("skeleton.en")),
@@ -510,14 +513,23 @@ mod tests {
         let catalog = Catalog::embedded();
         let rust = catalog.chapter("07").unwrap();
         assert_eq!(rust.tracks(), vec![Track::Rust, Track::TypeScript]);
-        let ts = rust.with_track(Track::TypeScript).expect("the TypeScript track");
+        let ts = rust
+            .with_track(Track::TypeScript)
+            .expect("the TypeScript track");
         assert_eq!(ts.track, Track::TypeScript);
         assert_eq!(ts.editable, vec!["src/agent-loop.ts".to_string()]);
         let slugs = |c: &Chapter| c.groups.iter().map(|g| g.slug.clone()).collect::<Vec<_>>();
         assert_eq!(slugs(&ts), slugs(rust));
         for (r, t) in rust.groups.iter().zip(&ts.groups) {
-            assert_eq!((r.points, &r.lab, &r.name.zh), (t.points, &t.lab, &t.name.zh));
-            assert_ne!(r.hint.zh, t.hint.zh, "{}: the track has its own hint", r.slug);
+            assert_eq!(
+                (r.points, &r.lab, &r.name.zh),
+                (t.points, &t.lab, &t.name.zh)
+            );
+            assert_ne!(
+                r.hint.zh, t.hint.zh,
+                "{}: the track has its own hint",
+                r.slug
+            );
         }
         let given = ts.given_files();
         let has = |path: &str| given.iter().any(|f| f.path == path);

@@ -133,7 +133,10 @@ impl Practice {
         let chapter = chapter.with_track(metadata.track).ok_or_else(|| {
             UserError::new(lang.t(
                 "metadata-unknown-track",
-                &[("track", &metadata.track.name()), ("made_by", &metadata.made_by)],
+                &[
+                    ("track", &metadata.track.name()),
+                    ("made_by", &metadata.made_by),
+                ],
             ))
             .with_fix(lang.t("fix-upgrade", &[]))
         })?;

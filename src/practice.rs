@@ -437,10 +437,7 @@ fn chapter_in(catalog: &Catalog, lang: Lang, query: &str, track: Track) -> Resul
             "practice-unknown-track",
             &[("chapter", &chapter.id), ("track", &track.name())],
         ))
-        .with_fix(lang.t(
-            "fix-practice-tracks",
-            &[("tracks", &tracks.join(", "))],
-        ))
+        .with_fix(lang.t("fix-practice-tracks", &[("tracks", &tracks.join(", "))]))
     })
 }
 

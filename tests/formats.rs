@@ -458,11 +458,13 @@ fn the_gradescope_autograder_in_the_instructors_guide_grades_offline() {
     assert_eq!(doc["score"].as_f64(), Some(100.0), "{doc:#}");
     // A TypeScript learner's file is graded in the TypeScript track.
     let ts_solution =
-        std::fs::read_to_string(chapter_dir().join("typescript/solution/src/agent-loop.ts")).unwrap();
+        std::fs::read_to_string(chapter_dir().join("typescript/solution/src/agent-loop.ts"))
+            .unwrap();
     let doc = grade_submission(&[("src/agent-loop.ts", ts_solution)]);
     assert_eq!(doc["score"].as_f64(), Some(100.0), "{doc:#}");
     let ts_skeleton =
-        std::fs::read_to_string(chapter_dir().join("typescript/skeleton/src/agent-loop.ts")).unwrap();
+        std::fs::read_to_string(chapter_dir().join("typescript/skeleton/src/agent-loop.ts"))
+            .unwrap();
     let doc = grade_submission(&[("agent-loop.ts", ts_skeleton)]);
     assert_eq!(doc["score"].as_f64(), Some(0.0), "{doc:#}");
     let doc = grade_submission(&[(

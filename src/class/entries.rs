@@ -144,10 +144,7 @@ fn classify(path: &Path, raw: &str, utf8: bool, chapter: &Chapter, lang: Lang) -
                 },
                 [] => malformed(
                     name,
-                    lang.t(
-                        "class-entry-no-file",
-                        &[("file", &files), ("path", &paths)],
-                    ),
+                    lang.t("class-entry-no-file", &[("file", &files), ("path", &paths)]),
                 ),
                 _ => malformed(
                     name,
@@ -283,8 +280,12 @@ mod tests {
         let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(names, ["ann", "bob", "cy", "dee", "empty", "notes.txt"]);
         assert!(matches!(&entries[0].shape, Shape::File(p, Track::Rust) if p.ends_with("ann.rs")));
-        assert!(matches!(&entries[1].shape, Shape::File(p, Track::Rust) if p.ends_with("src/agent_loop.rs")));
-        assert!(matches!(&entries[2].shape, Shape::File(p, Track::Rust) if p.ends_with("cy/agent_loop.rs")));
+        assert!(
+            matches!(&entries[1].shape, Shape::File(p, Track::Rust) if p.ends_with("src/agent_loop.rs"))
+        );
+        assert!(
+            matches!(&entries[2].shape, Shape::File(p, Track::Rust) if p.ends_with("cy/agent_loop.rs"))
+        );
         assert!(matches!(entries[3].shape, Shape::Practice));
         assert!(matches!(&entries[4].shape, Shape::Malformed(r) if r.contains("agent_loop.rs")));
         assert!(matches!(entries[5].shape, Shape::Malformed(_)));

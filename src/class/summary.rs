@@ -219,7 +219,9 @@ pub fn row(name: &str, result: &GradeResult, sha256: &str, lang: Lang) -> Row {
     let files = LearnerFiles::of(name);
     let build = match &result.problem {
         None => "ok",
-        Some(Problem::Compile { .. } | Problem::Cargo { .. } | Problem::Toolchain { .. }) => "error",
+        Some(Problem::Compile { .. } | Problem::Cargo { .. } | Problem::Toolchain { .. }) => {
+            "error"
+        }
         Some(Problem::BuildTimeout { .. }) => "timeout",
         Some(_) => "none",
     };

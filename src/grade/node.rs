@@ -364,7 +364,8 @@ mod tests {
             "/home/a/p/src/agent-loop.ts(3,5): error TS2322: x\ntest/support.ts(1,1): error TS1: src/agent-loop.ts(2,2)\n"
         );
         let pretty = "\x1b[96msrc/agent-loop.ts\x1b[0m:\x1b[93m3\x1b[0m:\x1b[93m5\x1b[0m - \x1b[91merror\x1b[0m";
-        assert!(rename_locations(pretty, &renames).starts_with("\x1b[96m/home/a/p/src/agent-loop.ts\x1b[0m"));
+        assert!(rename_locations(pretty, &renames)
+            .starts_with("\x1b[96m/home/a/p/src/agent-loop.ts\x1b[0m"));
     }
 
     #[test]

@@ -330,7 +330,7 @@ pub fn batches(names: &[String], jobs: usize) -> Vec<Vec<String>> {
     names.chunks(size).map(<[String]>::to_vec).collect()
 }
 
-/// The tests of one group: `plain_stop::x` belongs to module `plain_stop`.
+/// The tests of one group: the names that start with its prefix (`plain_stop::x` for `plain_stop::`).
 pub fn tests_of(names: &[String], prefix: &str) -> Vec<String> {
     names
         .iter()
@@ -480,7 +480,10 @@ test result: ok. 1 passed;");
             .output()
             .unwrap();
         let ps = String::from_utf8_lossy(&ps.stdout);
-        assert!(!ps.contains(&format!("{}", runner.command.program.display())), "{ps}");
+        assert!(
+            !ps.contains(&format!("{}", runner.command.program.display())),
+            "{ps}"
+        );
 
         // A clean batch: verdicts straight from the channel, in the batch's order.
         let clean: Vec<String> = ["g::passes", "g::fails"].map(String::from).to_vec();
@@ -503,8 +506,12 @@ test result: ok. 1 passed;");
     }
 
     #[test]
-    fn tests_are_split_by_module() {
+    fn tests_are_split_by_their_group_prefix() {
         let names: Vec<String> = ["a::x", "ab::y", "a::z"].map(String::from).to_vec();
-        assert_eq!(tests_of(&names, "a"), vec!["a::x", "a::z"]);
+        assert_eq!(tests_of(&names, "a::"), vec!["a::x", "a::z"]);
+        let names: Vec<String> = ["纯文本 stop › x", "纯文本 stopper › y"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(tests_of(&names, "纯文本 stop › "), vec!["纯文本 stop › x"]);
     }
 }

@@ -87,12 +87,10 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
                 max: g.max(),
                 message: match (&g.error, g.status()) {
                     (Some(GroupError::NotBuilt), _) => Some(result.summary(lang)),
-                    (_, GroupStatus::Error) => {
-                        Some(lang.t(
-                    "grade-group-no-tests",
-                    &[("prefix", &result.track.test_prefix(&g.group))],
-                ))
-                    }
+                    (_, GroupStatus::Error) => Some(lang.t(
+                        "grade-group-no-tests",
+                        &[("prefix", &result.track.test_prefix(&g.group))],
+                    )),
                     _ => None,
                 },
                 tests: g
