@@ -334,7 +334,7 @@ pub fn batches(names: &[String], jobs: usize) -> Vec<Vec<String>> {
 pub fn tests_of(names: &[String], prefix: &str) -> Vec<String> {
     names
         .iter()
-        .filter(|n| n.starts_with(&prefix))
+        .filter(|n| n.starts_with(prefix))
         .cloned()
         .collect()
 }
