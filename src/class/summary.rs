@@ -7,7 +7,7 @@
 //!  "learners": [{"name": "alice", "status": "pass" | "fail" | "error", "graded": true,
 //!                "groups": [{"slug": "plain-stop", "status": "pass", "score": 20.0, "max": 20.0}],
 //!                "total": 100.0, "max": 100.0, "build": "ok" | "error" | "timeout" | "none",
-//!                "sandbox": "on" | "off", "warnings": ["…"], "seconds": 1.2, "sha256": "…",
+//!                "sandbox": "on" | "off", "track": "rust" | "typescript", "warnings": ["…"], "seconds": 1.2, "sha256": "…",
 //!                "message": "…", "report": "learners/alice.json", "junit": "learners/alice.xml",
 //!                "page": "learners/alice.html"}]}
 //! ```
@@ -18,7 +18,7 @@
 //! `timeout` (stopped at `--build-timeout`), `none` (nothing was built). `sha256` is the graded file's.
 //!
 //! The CSV has the same rows: `name`, `status`, then per group `<slug>` (its status) and
-//! `<slug> points`, then `total`, `max`, `build`, `sandbox`, `warnings` (joined with ` | `),
+//! `<slug> points`, then `total`, `max`, `build`, `sandbox`, `track`, `warnings` (joined with ` | `),
 //! `seconds`, `sha256`, `graded`, `message`. A text field that a spreadsheet would run as a formula
 //! (it starts with `=`, `+`, `-` or `@`) is written with a `'` in front.
 
@@ -68,6 +68,9 @@ pub struct Row {
     pub max: f64,
     pub build: String,
     pub sandbox: String,
+    /// The track the learner was graded in; summaries written before tracks were all Rust.
+    #[serde(default = "rust")]
+    pub track: String,
     pub warnings: Vec<String>,
     pub seconds: f64,
     pub sha256: String,
@@ -143,8 +146,8 @@ impl Summary {
         }
         header.extend(
             [
-                "total", "max", "build", "sandbox", "warnings", "seconds", "sha256", "graded",
-                "message",
+                "total", "max", "build", "sandbox", "track", "warnings", "seconds", "sha256",
+                "graded", "message",
             ]
             .map(String::from),
         );
@@ -165,6 +168,7 @@ impl Summary {
                 format_points(row.max),
                 row.build.clone(),
                 row.sandbox.clone(),
+                row.track.clone(),
                 row.warnings.join(" | "),
                 format!("{:.2}", row.seconds),
                 row.sha256.clone(),
@@ -258,6 +262,7 @@ pub fn row(name: &str, result: &GradeResult, sha256: &str, lang: Lang) -> Row {
             "off"
         }
         .to_string(),
+        track: result.track.name().to_string(),
         warnings: result.warnings.iter().map(|w| w.message(lang)).collect(),
         seconds: (result.elapsed.as_secs_f64() * 100.0).round() / 100.0,
         sha256: sha256.to_string(),
@@ -266,6 +271,10 @@ pub fn row(name: &str, result: &GradeResult, sha256: &str, lang: Lang) -> Row {
         junit: files.junit,
         page: files.page,
     }
+}
+
+fn rust() -> String {
+    crate::catalog::Track::Rust.name().to_string()
 }
 
 fn status_word(result: &GradeResult) -> String {
