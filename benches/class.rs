@@ -9,20 +9,15 @@
 //! the cache's size on disk, and where the time goes: seconds per learner by kind, and the stages of one
 //! grade. Not a test: nothing here asserts a time.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_pi-course");
-const REPO: &str = env!("CARGO_MANIFEST_DIR");
-
-fn cache() -> PathBuf {
-    std::env::var_os("PI_COURSE_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("pi-course-cache"))
-}
+use common::{cache, BIN, REPO};
 
 fn chapter(rel: &str) -> PathBuf {
     Path::new(REPO).join("chapters/07-agent-loop").join(rel)

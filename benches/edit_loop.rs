@@ -11,60 +11,14 @@
 //! Environment: `BENCH_RUNS` (default 7); `PI_COURSE_CACHE` (default: the test suite's cache, so
 //! dependencies are usually built already).
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_pi-course");
-const REPO: &str = env!("CARGO_MANIFEST_DIR");
-
-fn cache() -> PathBuf {
-    std::env::var_os("PI_COURSE_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("pi-course-cache"))
-}
-
-fn runs() -> usize {
-    std::env::var("BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(7)
-}
-
-/// Runs `cmd` to completion and returns its wall time; panics with its output if it fails unexpectedly.
-fn timed(cmd: &mut Command, expect_success: bool) -> Duration {
-    let start = Instant::now();
-    let out = cmd
-        .env("PI_COURSE_CACHE", cache())
-        .stdin(Stdio::null())
-        .output()
-        .expect("spawn");
-    let took = start.elapsed();
-    if expect_success && !out.status.success() {
-        panic!(
-            "{cmd:?} failed ({}):\n{}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    took
-}
-
-fn median(mut xs: Vec<Duration>) -> Duration {
-    xs.sort();
-    xs[xs.len() / 2]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn secs(d: Duration) -> String {
-    format!("{:.3} s", d.as_secs_f64())
-}
+use common::{cache, median, ms, runs, secs, timed, BIN, REPO};
 
 fn practice(dir: &Path) -> Duration {
     timed(Command::new(BIN).args(["practice", "07"]).arg(dir), true)
