@@ -182,7 +182,7 @@ function checkFailed(messages: readonly Message[], id: string, name: string, mes
     resultText(result),
     `Tool ${name} failed: ${message}`,
     msg(
-      "错误结果的文本应为 `Tool ${name} failed: ${message}`，message 取 Error 的 message，不是 Error 的值取 String(value)（第四步）",
+      "错误结果的文本应为 `Tool ${name} failed: ${message}`，message 取 Error 的 message；抛出的不是 Error 时取 String(value)（第四步）",
       "the error text must be `Tool ${name} failed: ${message}`, message being the Error's message, or String(value) for a value that is not an Error (step 4)",
     ),
   );

@@ -569,6 +569,8 @@ export class Bench {
   };
 
   async #finish(call: ToolCall, context: ToolContext): Promise<ToolResultMessage> {
+    // 真实工具的进度和结果总是晚于调用本身：先让出一次。/ A real tool reports and returns after the call: yield once.
+    await null;
     const gate = this.#gates.get(call.id);
     if (gate !== undefined) {
       await gate.promise;

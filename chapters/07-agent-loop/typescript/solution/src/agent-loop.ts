@@ -71,7 +71,7 @@ export type SkipReason = "length" | "error" | "aborted" | "unexpected-stop" | "d
 // ---------------------------------------------------------------------------------------------------
 
 import { errorResult, text, toolCallsOf } from "./message.js";
-import { registryExecutor } from "./tool.js";
+import { registryExecutor, type ToolContext } from "./tool.js";
 
 // 每个跳过原因对应的句子结尾：模型会读到它。/ The end of the sentence the model reads, per reason.
 const SKIPPED_BECAUSE: Record<SkipReason, string> = {
@@ -222,14 +222,15 @@ async function runBatch(run: Run, calls: ToolCall[]): Promise<void> {
 // becomes a paired error result.
 async function runCall(run: Run, call: ToolCall): Promise<ToolResultMessage> {
   run.emit({ type: "tool_start", call });
+  const context: ToolContext = {
+    signal: run.signal,
+    reportProgress: (content) => run.emit({ type: "tool_progress", toolCallId: call.id, content }),
+  };
   let result: ToolResultMessage;
   try {
     // await 在 try 里面：同步 throw 和 rejection 都落到 catch。
     // The await is inside the try: a synchronous throw and a rejection both land in the catch.
-    result = await run.executor(call, {
-      signal: run.signal,
-      reportProgress: (content) => run.emit({ type: "tool_progress", toolCallId: call.id, content }),
-    });
+    result = await run.executor(call, context);
   } catch (error) {
     result = failed(call, error);
   }

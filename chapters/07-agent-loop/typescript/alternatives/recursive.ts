@@ -1,0 +1,173 @@
+// 第 07 章：Agent Loop。问模型，执行它要的工具，把结果送回去，直到这次运行结束。
+// The agent loop: ask the model, run the tools it asks for, feed the results back, until the run ends.
+//
+// 每次运行都要守住三个不变量 / three invariants hold for every run:
+// 1. 每轮最终的 assistant 消息只加入 transcript 一次 / each final assistant message is appended once;
+// 2. 下一次模型请求前，每个 tool call 都恰好有一条同 id 的结果 / before the next request, every call
+//    has exactly one result with its id;
+// 3. 一次运行只发出一个 turn_end / exactly one turn_end per run.
+
+import type { AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage } from "./message.js";
+import type { Model, ModelEvent } from "./model.js";
+import type { ToolExecutor, ToolRegistry } from "./tool.js";
+
+export const DEFAULT_MAX_STEPS = 32;
+
+// 循环运行时报告的事情，按发生的顺序。
+// What the loop reports while it runs, in the order it happens.
+export type LoopEvent =
+  // 模型的流式事件，原样转发。/ A streaming event from the model, forwarded as is.
+  | { type: "model_event"; event: ModelEvent }
+  // 一轮模型的最终消息，即加入 transcript 的那一条。/ A turn's final message, as appended to the transcript.
+  | { type: "assistant_message"; message: AssistantMessage }
+  | { type: "tool_start"; call: ToolCall }
+  | { type: "tool_progress"; toolCallId: string; content: TextContent[] }
+  // 调用一完成就发出，所以可能不按调用顺序。/ Emitted the moment a call finishes: maybe out of call order.
+  | { type: "tool_end"; result: ToolResultMessage }
+  // 没有执行就得到回答的调用。/ A call that was answered without being run.
+  | { type: "tool_skipped"; result: ToolResultMessage }
+  // 每次运行的最后一个事件。/ The last event of every run.
+  | { type: "turn_end"; reason: RunReason };
+
+// 一次运行为什么结束。/ Why a run ended.
+export type RunReason = "stop" | "length" | "error" | "aborted" | "maxSteps";
+
+export interface AgentRunResult {
+  reason: RunReason;
+  // 本次运行的 transcript：调用者的消息，加上本次运行追加的一切。
+  // The run's transcript: the caller's messages followed by everything this run added.
+  messages: Message[];
+  // 发出了多少次模型请求。/ How many model requests were made.
+  steps: number;
+}
+
+// 调用者的对话。循环只在开始时读一次，从不写它。
+// The caller's conversation. The loop reads it once, at the start, and never writes to it.
+export interface AgentContext {
+  systemPrompt: string;
+  messages: Message[];
+}
+
+export interface AgentLoopOptions {
+  context: AgentContext;
+  model: Model;
+  tools: ToolRegistry;
+  // 不给就用内置的 executor 按 tools 执行。/ Absent: calls run with the built-in executor against `tools`.
+  executor?: ToolExecutor;
+  // abort 之后，运行在下一个边界结束；工具也拿到它。/ Aborting it ends the run at the next boundary; tools get it too.
+  signal?: AbortSignal;
+  // 一次运行最多发出的模型请求数，默认 DEFAULT_MAX_STEPS。/ The most model requests one run may make.
+  maxSteps?: number;
+  onEvent?: (event: LoopEvent) => void;
+}
+
+// 不执行就回答一个调用的原因：写进结果的 details.reason。
+// Why a call is answered without being run: the `reason` written to the result's details.
+export type SkipReason = "length" | "error" | "aborted" | "unexpected-stop" | "duplicate-call-id";
+
+// ---------------------------------------------------------------------------------------------------
+// 以上是公共表面：保持不变，测试用的就是这些类型。你的代码写在下面。
+// Above is the public surface: keep it as it is, the tests use these types. Write your code below.
+// ---------------------------------------------------------------------------------------------------
+
+// 另一种形状的正确循环：没有循环语句。一轮模型是一个函数，它带着 transcript 和步数调用自己进入下一轮；
+// 每条出路都经过 end()。
+// A correct loop of another shape: no loop statement at all. One model turn is a function that calls
+// itself for the next turn, carrying the transcript and the step count; every way out goes through end().
+
+import { errorResult, text, toolCallsOf } from "./message.js";
+import { registryExecutor } from "./tool.js";
+
+const BECAUSE: Record<SkipReason, string> = {
+  length: "the model response was truncated",
+  error: "the model response ended with an error",
+  aborted: "the run was aborted",
+  "unexpected-stop": "the model stopped without requesting tool use",
+  "duplicate-call-id": "its message repeats a tool call id",
+};
+
+export function skippedCall(call: ToolCall, reason: SkipReason): ToolResultMessage {
+  return {
+    role: "toolResult",
+    toolCallId: call.id,
+    toolName: call.name,
+    content: [text(`Tool call was not executed because ${BECAUSE[reason]}.`)],
+    details: { skipped: true, reason },
+    isError: true,
+  };
+}
+
+interface Fixed {
+  options: AgentLoopOptions;
+  systemPrompt: string;
+  signal: AbortSignal;
+  maxSteps: number;
+  executor: ToolExecutor;
+  emit: (event: LoopEvent) => void;
+}
+
+export function runAgentLoop(options: AgentLoopOptions): Promise<AgentRunResult> {
+  const fixed: Fixed = {
+    options,
+    systemPrompt: options.context.systemPrompt,
+    signal: options.signal ?? new AbortController().signal,
+    maxSteps: options.maxSteps ?? DEFAULT_MAX_STEPS,
+    executor: options.executor ?? registryExecutor(options.tools),
+    emit: options.onEvent ?? (() => {}),
+  };
+  return turn(fixed, [...options.context.messages], 0);
+}
+
+function end(fixed: Fixed, reason: RunReason, messages: Message[], steps: number): AgentRunResult {
+  fixed.emit({ type: "turn_end", reason });
+  return { reason, messages, steps };
+}
+
+// The rest of the run, from a boundary on.
+async function turn(fixed: Fixed, messages: Message[], steps: number): Promise<AgentRunResult> {
+  if (fixed.signal.aborted) return end(fixed, "aborted", messages, steps);
+  if (steps >= fixed.maxSteps) return end(fixed, "maxSteps", messages, steps);
+
+  const stream = fixed.options.model.stream(
+    { systemPrompt: fixed.systemPrompt, messages: [...messages], tools: fixed.options.tools.definitions() },
+    fixed.signal,
+  );
+  for await (const event of stream) fixed.emit({ type: "model_event", event });
+  const assistant = await stream.result();
+  const grown = [...messages, assistant];
+  fixed.emit({ type: "assistant_message", message: assistant });
+
+  const calls = toolCallsOf(assistant);
+  const skipAll = (skip: SkipReason, reason: RunReason) => {
+    const results = calls.map((call) => skippedCall(call, skip));
+    for (const result of results) fixed.emit({ type: "tool_skipped", result });
+    return end(fixed, reason, [...grown, ...results], steps + 1);
+  };
+  switch (assistant.stopReason) {
+    case "stop":
+      return calls.length === 0 ? end(fixed, "stop", grown, steps + 1) : skipAll("unexpected-stop", "error");
+    case "length":
+    case "error":
+    case "aborted":
+      return skipAll(assistant.stopReason, assistant.stopReason);
+    case "toolUse":
+      if (calls.length === 0) return end(fixed, "error", grown, steps + 1);
+      if (new Set(calls.map((c) => c.id)).size !== calls.length) return skipAll("duplicate-call-id", "error");
+      return turn(fixed, [...grown, ...(await Promise.all(calls.map((call) => execute(fixed, call))))], steps + 1);
+  }
+}
+
+async function execute(fixed: Fixed, call: ToolCall): Promise<ToolResultMessage> {
+  fixed.emit({ type: "tool_start", call });
+  let result: ToolResultMessage;
+  try {
+    result = await fixed.executor(call, {
+      signal: fixed.signal,
+      reportProgress: (content) => fixed.emit({ type: "tool_progress", toolCallId: call.id, content }),
+    });
+  } catch (error) {
+    result = errorResult(call, `Tool ${call.name} failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  fixed.emit({ type: "tool_end", result });
+  return result;
+}

@@ -1,0 +1,213 @@
+// 第 07 章：Agent Loop。问模型，执行它要的工具，把结果送回去，直到这次运行结束。
+// The agent loop: ask the model, run the tools it asks for, feed the results back, until the run ends.
+//
+// 每次运行都要守住三个不变量 / three invariants hold for every run:
+// 1. 每轮最终的 assistant 消息只加入 transcript 一次 / each final assistant message is appended once;
+// 2. 下一次模型请求前，每个 tool call 都恰好有一条同 id 的结果 / before the next request, every call
+//    has exactly one result with its id;
+// 3. 一次运行只发出一个 turn_end / exactly one turn_end per run.
+
+import type { AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage } from "./message.js";
+import type { Model, ModelEvent } from "./model.js";
+import type { ToolExecutor, ToolRegistry } from "./tool.js";
+
+export const DEFAULT_MAX_STEPS = 32;
+
+// 循环运行时报告的事情，按发生的顺序。
+// What the loop reports while it runs, in the order it happens.
+export type LoopEvent =
+  // 模型的流式事件，原样转发。/ A streaming event from the model, forwarded as is.
+  | { type: "model_event"; event: ModelEvent }
+  // 一轮模型的最终消息，即加入 transcript 的那一条。/ A turn's final message, as appended to the transcript.
+  | { type: "assistant_message"; message: AssistantMessage }
+  | { type: "tool_start"; call: ToolCall }
+  | { type: "tool_progress"; toolCallId: string; content: TextContent[] }
+  // 调用一完成就发出，所以可能不按调用顺序。/ Emitted the moment a call finishes: maybe out of call order.
+  | { type: "tool_end"; result: ToolResultMessage }
+  // 没有执行就得到回答的调用。/ A call that was answered without being run.
+  | { type: "tool_skipped"; result: ToolResultMessage }
+  // 每次运行的最后一个事件。/ The last event of every run.
+  | { type: "turn_end"; reason: RunReason };
+
+// 一次运行为什么结束。/ Why a run ended.
+export type RunReason = "stop" | "length" | "error" | "aborted" | "maxSteps";
+
+export interface AgentRunResult {
+  reason: RunReason;
+  // 本次运行的 transcript：调用者的消息，加上本次运行追加的一切。
+  // The run's transcript: the caller's messages followed by everything this run added.
+  messages: Message[];
+  // 发出了多少次模型请求。/ How many model requests were made.
+  steps: number;
+}
+
+// 调用者的对话。循环只在开始时读一次，从不写它。
+// The caller's conversation. The loop reads it once, at the start, and never writes to it.
+export interface AgentContext {
+  systemPrompt: string;
+  messages: Message[];
+}
+
+export interface AgentLoopOptions {
+  context: AgentContext;
+  model: Model;
+  tools: ToolRegistry;
+  // 不给就用内置的 executor 按 tools 执行。/ Absent: calls run with the built-in executor against `tools`.
+  executor?: ToolExecutor;
+  // abort 之后，运行在下一个边界结束；工具也拿到它。/ Aborting it ends the run at the next boundary; tools get it too.
+  signal?: AbortSignal;
+  // 一次运行最多发出的模型请求数，默认 DEFAULT_MAX_STEPS。/ The most model requests one run may make.
+  maxSteps?: number;
+  onEvent?: (event: LoopEvent) => void;
+}
+
+// 不执行就回答一个调用的原因：写进结果的 details.reason。
+// Why a call is answered without being run: the `reason` written to the result's details.
+export type SkipReason = "length" | "error" | "aborted" | "unexpected-stop" | "duplicate-call-id";
+
+// ---------------------------------------------------------------------------------------------------
+// 以上是公共表面：保持不变，测试用的就是这些类型。你的代码写在下面。
+// Above is the public surface: keep it as it is, the tests use these types. Write your code below.
+// ---------------------------------------------------------------------------------------------------
+
+// 另一种形状的正确循环：显式的状态机。每个状态是一个值，step() 从一个状态算出下一个，直到 end；
+// 决策表是一个查表函数，一批调用按下标写进槽位。
+// A correct loop of another shape: an explicit state machine. Each state is a value and step() computes
+// the next one from it, until `end`; the decision table is a lookup, and a batch writes results into
+// slots by index.
+
+import { errorResult, text, toolCallsOf } from "./message.js";
+import { registryExecutor } from "./tool.js";
+
+type State =
+  | { kind: "boundary" }
+  | { kind: "request" }
+  | { kind: "decide"; assistant: AssistantMessage }
+  | { kind: "skip"; calls: ToolCall[]; skip: SkipReason; reason: RunReason }
+  | { kind: "batch"; calls: ToolCall[] }
+  | { kind: "end"; reason: RunReason };
+
+export function skippedCall(call: ToolCall, reason: SkipReason): ToolResultMessage {
+  const why =
+    reason === "length"
+      ? "the model response was truncated"
+      : reason === "error"
+        ? "the model response ended with an error"
+        : reason === "aborted"
+          ? "the run was aborted"
+          : reason === "unexpected-stop"
+            ? "the model stopped without requesting tool use"
+            : "its message repeats a tool call id";
+  return {
+    role: "toolResult",
+    toolCallId: call.id,
+    toolName: call.name,
+    content: [text(`Tool call was not executed because ${why}.`)],
+    details: { skipped: true, reason },
+    isError: true,
+  };
+}
+
+export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentRunResult> {
+  const machine = new Machine(options);
+  let state: State = { kind: "boundary" };
+  while (state.kind !== "end") state = await machine.step(state);
+  machine.emit({ type: "turn_end", reason: state.reason });
+  return { reason: state.reason, messages: machine.messages, steps: machine.steps };
+}
+
+class Machine {
+  readonly messages: Message[];
+  steps = 0;
+  readonly #signal: AbortSignal;
+  readonly #executor: ToolExecutor;
+  readonly #systemPrompt: string;
+
+  constructor(private readonly options: AgentLoopOptions) {
+    this.messages = [...options.context.messages];
+    this.#systemPrompt = options.context.systemPrompt;
+    this.#signal = options.signal ?? new AbortController().signal;
+    this.#executor = options.executor ?? registryExecutor(options.tools);
+  }
+
+  emit(event: LoopEvent): void {
+    this.options.onEvent?.(event);
+  }
+
+  async step(state: State): Promise<State> {
+    switch (state.kind) {
+      case "boundary":
+        if (this.#signal.aborted) return { kind: "end", reason: "aborted" };
+        if (this.steps >= (this.options.maxSteps ?? DEFAULT_MAX_STEPS)) return { kind: "end", reason: "maxSteps" };
+        return { kind: "request" };
+      case "request":
+        return { kind: "decide", assistant: await this.#request() };
+      case "decide":
+        return next(state.assistant);
+      case "skip":
+        for (const call of state.calls) {
+          const result = skippedCall(call, state.skip);
+          this.emit({ type: "tool_skipped", result });
+          this.messages.push(result);
+        }
+        return { kind: "end", reason: state.reason };
+      case "batch":
+        await this.#batch(state.calls);
+        return { kind: "boundary" };
+      case "end":
+        return state;
+    }
+  }
+
+  async #request(): Promise<AssistantMessage> {
+    this.steps += 1;
+    const stream = this.options.model.stream(
+      { systemPrompt: this.#systemPrompt, messages: [...this.messages], tools: this.options.tools.definitions() },
+      this.#signal,
+    );
+    for await (const event of stream) this.emit({ type: "model_event", event });
+    const assistant = await stream.result();
+    this.messages.push(assistant);
+    this.emit({ type: "assistant_message", message: assistant });
+    return assistant;
+  }
+
+  async #batch(calls: ToolCall[]): Promise<void> {
+    const slots: ToolResultMessage[] = [];
+    await Promise.all(
+      calls.map(async (call, index) => {
+        this.emit({ type: "tool_start", call });
+        try {
+          slots[index] = await this.#executor(call, {
+            signal: this.#signal,
+            reportProgress: (content) => this.emit({ type: "tool_progress", toolCallId: call.id, content }),
+          });
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          slots[index] = errorResult(call, `Tool ${call.name} failed: ${message}`);
+        }
+        this.emit({ type: "tool_end", result: slots[index]! });
+      }),
+    );
+    this.messages.push(...slots);
+  }
+}
+
+// The decision table, from a final message to the next state.
+function next(assistant: AssistantMessage): State {
+  const calls = toolCallsOf(assistant);
+  const skip = (skip: SkipReason, reason: RunReason): State =>
+    calls.length === 0 ? { kind: "end", reason } : { kind: "skip", calls, skip, reason };
+  switch (assistant.stopReason) {
+    case "toolUse":
+      if (calls.length === 0) return { kind: "end", reason: "error" };
+      if (new Set(calls.map((c) => c.id)).size !== calls.length) return skip("duplicate-call-id", "error");
+      return { kind: "batch", calls };
+    case "stop":
+      return skip("unexpected-stop", calls.length === 0 ? "stop" : "error");
+    case "length":
+    case "error":
+    case "aborted":
+      return skip(assistant.stopReason, assistant.stopReason);
+  }
+}
