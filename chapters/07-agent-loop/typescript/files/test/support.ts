@@ -628,33 +628,57 @@ export class Bench {
 // 并拦住一直请求下去的循环。
 // Hands every request to the ScriptedModel (which records it), streams the test's own events for a turn
 // that has them, and stops a loop that would request forever.
-class Guarded implements Model {
-  // 每次请求的 messages 是不是调用者自己的数组。/ Per request: was `messages` the caller's own array?
-  readonly sentCallersArray: boolean[] = [];
+export class Guarded implements Model {
+  // 循环拿到的就是这个对象，所以状态都在私有字段里，对象本身冻结：循环改不了测试据以判断的记录。
+  // The loop is handed this very object, so its state lives in private fields and the object is frozen:
+  // the loop cannot rewrite the records the tests judge it by.
+  readonly #sentCallersArray: boolean[] = [];
+  readonly #scripted: ScriptedModel;
+  readonly #script: AssistantMessage[];
+  readonly #streams: (ModelEvent[] | undefined)[];
+  readonly #callersArray: Message[];
+  readonly #progress: Progress;
 
   constructor(
-    readonly scripted: ScriptedModel,
-    private readonly script: AssistantMessage[],
-    private readonly streams: (ModelEvent[] | undefined)[],
-    private readonly callersArray: Message[],
-    private readonly progress: Progress,
-  ) {}
+    scripted: ScriptedModel,
+    script: AssistantMessage[],
+    streams: (ModelEvent[] | undefined)[],
+    callersArray: Message[],
+    progress: Progress,
+  ) {
+    Object.freeze(scripted);
+    this.#scripted = scripted;
+    this.#script = script;
+    this.#streams = streams;
+    this.#callersArray = callersArray;
+    this.#progress = progress;
+    Object.freeze(this);
+  }
+
+  get scripted(): ScriptedModel {
+    return this.#scripted;
+  }
+
+  // 每次请求的 messages 是不是调用者自己的数组。/ Per request: was `messages` the caller's own array?
+  get sentCallersArray(): boolean[] {
+    return [...this.#sentCallersArray];
+  }
 
   stream(request: ModelRequest, signal?: AbortSignal): EventStream<ModelEvent, AssistantMessage> {
-    this.progress.tick();
-    const calls = this.scripted.calls;
+    this.#progress.tick();
+    const calls = this.#scripted.calls;
     if (calls >= REQUEST_LIMIT) {
       const message = msg(
         `模型已被请求 ${calls} 次，循环停不下来：是否有终态分支没有结束运行，或没有遵守 maxSteps？`,
         `the model was asked ${calls} times: the loop never ends (a terminal branch that goes on, or maxSteps ignored?)`,
       );
-      this.progress.runawayWith(message);
+      this.#progress.runawayWith(message);
       throw new Error(message);
     }
-    this.sentCallersArray.push(request?.messages === this.callersArray);
-    const scripted = this.scripted.stream(request, signal);
-    const events = this.streams[calls];
-    const last = this.script[calls];
+    this.#sentCallersArray.push(request?.messages === this.#callersArray);
+    const scripted = this.#scripted.stream(request, signal);
+    const events = this.#streams[calls];
+    const last = this.#script[calls];
     if (events === undefined || last === undefined) return scripted;
     const stream = new EventStream<ModelEvent, AssistantMessage>();
     for (const event of events) stream.push(structuredClone(event));
