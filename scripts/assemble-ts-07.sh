@@ -7,8 +7,7 @@
 #
 # LOOP_FILE is any agent-loop.ts, e.g. chapters/07-agent-loop/typescript/alternatives/all-settled.ts.
 # Dependencies are installed once per lock file with `npm ci` into ${PI_COURSE_TS_DEPS:-/work/tmp/ts-deps}
-# and shared through a node_modules symlink. Exits non-zero if tsc reports an error (output kept in
-# DIR/build.log).
+# and shared through a node_modules symlink. Exits non-zero, printing tsc's output, if tsc reports an error.
 set -euo pipefail
 
 usage() { echo "usage: $0 DIR [skeleton|skeleton.en|solution|LOOP_FILE]" >&2; exit 2; }
@@ -54,10 +53,12 @@ if [[ ! -d $deps/node_modules ]]; then
 fi
 ln -s "$deps/node_modules" "$dir/node_modules"
 
-if (cd "$dir" && ./node_modules/.bin/tsc -p .) >"$dir/build.log" 2>&1; then
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if (cd "$dir" && ./node_modules/.bin/tsc -p .) >"$log" 2>&1; then
     echo "assembled $dir ($variant)"
 else
-    cat "$dir/build.log" >&2
+    cat "$log" >&2
     echo "$dir: tsc failed" >&2
     exit 1
 fi

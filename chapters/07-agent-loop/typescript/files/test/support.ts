@@ -186,7 +186,9 @@ export class Progress {
   #listeners = new Set<() => void>();
   #timers = new Set<NodeJS.Timeout>();
   #runaway: ((message: string) => void) | undefined;
-  // 循环停不下来时（请求或事件太多）带着说明 resolve。/ Resolves with a message when the loop never ends.
+  // 运行必须立刻结束时带着说明 resolve：循环停不下来（请求或事件太多），或给模型的请求不成形。
+  // Resolves with a message when the run must end at once: the loop never ends (too many requests or
+  // events), or it sent the model a malformed request.
   readonly runaway = new Promise<string>((resolve) => {
     this.#runaway = resolve;
   });
@@ -675,7 +677,15 @@ export class Guarded implements Model {
       this.#progress.runawayWith(message);
       throw new Error(message);
     }
-    this.#sentCallersArray.push(request?.messages === this.#callersArray);
+    if (typeof request !== "object" || request === null || !Array.isArray(request.messages)) {
+      const message = msg(
+        `model.stream() 收到的请求不是 { systemPrompt, messages, tools }：${show(request)}（第一步）`,
+        `model.stream() got a request that is not { systemPrompt, messages, tools }: ${show(request)} (step 1)`,
+      );
+      this.#progress.runawayWith(message);
+      throw new Error(message);
+    }
+    this.#sentCallersArray.push(request.messages === this.#callersArray);
     const scripted = this.#scripted.stream(request, signal);
     const events = this.#streams[calls];
     const last = this.#script[calls];
