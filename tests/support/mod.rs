@@ -571,3 +571,123 @@ pub fn on_a_terminal(mut command: Command) -> String {
     child.wait().unwrap();
     String::from_utf8_lossy(&all).into_owned()
 }
+
+// ---------------------------------------------------------------------------------------------------
+// The TypeScript track of chapter 07
+// ---------------------------------------------------------------------------------------------------
+
+/// The TypeScript track's folder inside the chapter.
+pub fn ts_dir() -> PathBuf {
+    chapter_dir().join("typescript")
+}
+
+/// The file a learner edits in a TypeScript practice directory.
+pub const TS_LOOP: &str = "src/agent-loop.ts";
+
+/// The line that opens `runAgentLoop` in the TypeScript skeleton and reference.
+pub const TS_RUN_SIGNATURE: &str =
+    "export async function runAgentLoop(options: AgentLoopOptions): Promise<AgentRunResult> {\n";
+
+/// Makes a TypeScript practice directory for chapter 07 at `parent/name`, which must succeed without a
+/// word on stderr, and returns its path.
+pub fn practice_ts_at(parent: &Path, name: &str) -> PathBuf {
+    let output = run(parent, &["practice", "07", name, "--track", "typescript"]);
+    assert!(
+        output.status.success(),
+        "practice --track typescript failed\n{}",
+        describe(&output)
+    );
+    assert!(
+        output.stderr.is_empty(),
+        "practice --track typescript wrote to stderr\n{}",
+        describe(&output)
+    );
+    parent.join(name)
+}
+
+/// A fresh TypeScript practice directory `p` for chapter 07, inside a temporary directory (named after
+/// the test crate) that lives as long as the returned guard.
+pub fn practice_ts() -> (tempfile::TempDir, PathBuf) {
+    let parent = tempfile::Builder::new()
+        .prefix(concat!(env!("CARGO_CRATE_NAME"), "-"))
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let dir = practice_ts_at(parent.path(), "p");
+    (parent, dir)
+}
+
+/// The TypeScript reference loop, read from the repository.
+pub fn ts_solution() -> String {
+    fs::read_to_string(ts_dir().join("solution").join(TS_LOOP)).expect("the TypeScript reference")
+}
+
+/// The TypeScript skeleton as handed out (Chinese comments).
+pub fn ts_skeleton() -> String {
+    fs::read_to_string(ts_dir().join("skeleton").join(TS_LOOP)).expect("the TypeScript skeleton")
+}
+
+/// `code` (the TypeScript skeleton or reference) with `statement` run first thing in `runAgentLoop`.
+pub fn ts_starting_with(code: &str, statement: &str) -> String {
+    assert_eq!(
+        code.matches(TS_RUN_SIGNATURE).count(),
+        1,
+        "the loop declares runAgentLoop once"
+    );
+    code.replacen(
+        TS_RUN_SIGNATURE,
+        &format!("{TS_RUN_SIGNATURE}  {statement}\n"),
+        1,
+    )
+}
+
+/// Writes the learner's TypeScript loop.
+pub fn write_ts_loop(dir: &Path, code: &str) {
+    fs::write(dir.join(TS_LOOP), code).unwrap();
+}
+
+/// A build cache of its own, for a test that must know which grade a build slot saw first. Its
+/// dependencies (`node/`) are the shared cache's, so nothing is installed again.
+pub fn private_cache() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("private-cache-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let shared = cache().join("node");
+    fs::create_dir_all(&shared).unwrap();
+    std::os::unix::fs::symlink(&shared, dir.path().join("node")).unwrap();
+    dir
+}
+
+/// `pi-course grade DIR --format json ARGS` with the build cache `cache`: the exit code and the one JSON
+/// document on stdout.
+pub fn grade_json_in(cache: &Path, dir: &Path, args: &[&str]) -> (i32, Value) {
+    let out = pi_course(dir)
+        .env("PI_COURSE_CACHE", cache)
+        .arg("grade")
+        .arg(dir)
+        .args(["--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e})\n{}", describe(&out)));
+    assert_schema(&json);
+    (out.status.code().expect("exited"), json)
+}
+
+/// Every test of a JSON report: (group slug, test).
+pub fn report_tests(json: &Value) -> Vec<(String, &Value)> {
+    json["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| {
+            let slug = g["slug"].as_str().unwrap().to_string();
+            g["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |t| (slug.clone(), t))
+        })
+        .collect()
+}

@@ -1,0 +1,1278 @@
+//! Attacks on the TypeScript track's grade, each a real malicious `src/agent-loop.ts` graded through the
+//! real practice-and-grade path (tsc, then node under the permission model and the grader's sandbox):
+//! the attack must fail, and the verdict must hold.
+//!
+//! Each attack proves that its code ran. An attack that runs inside `runAgentLoop` collects what each of
+//! its attempts did in `STATE` and then either throws `ATTACK-RAN[<STATE>]` (the skeleton-based ones:
+//! every test fails with it) or sends it as the request's system prompt (the reference-based ones: the
+//! plain-stop test that compares the prompt fails with it, unless the attack forged that comparison).
+//! An attempt the grade stopped says `refused (…)` or `kept`; one that got through says `CHANGED`,
+//! `ESCAPED` or what it read.
+//!
+//! These tests need the sandbox (Linux with Landlock). Where it is missing they fail, saying so, unless
+//! `PI_COURSE_TESTS_ALLOW_UNSANDBOXED=1` is set: then each says it was skipped.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::*;
+
+const ALLOW_UNSANDBOXED: &str = "PI_COURSE_TESTS_ALLOW_UNSANDBOXED";
+
+/// True when the grade's report says learner code ran confined. Without the sandbox, fails the test
+/// (naming the reason and the opt-out), or, opted out, says the attack test was skipped.
+fn sandboxed(report: &Value) -> bool {
+    if report["sandbox"]["active"] == Value::Bool(true) {
+        return true;
+    }
+    let reason = report["sandbox"]["reason"].as_str().unwrap_or("unknown");
+    if std::env::var_os(ALLOW_UNSANDBOXED).is_some_and(|v| v == "1") {
+        eprintln!(
+            "attack test skipped: the sandbox is unavailable ({reason}); {ALLOW_UNSANDBOXED}=1"
+        );
+        return false;
+    }
+    panic!(
+        "the sandbox is unavailable on this machine ({reason}): the attack tests cannot prove anything \
+         here. Run them on Linux with Landlock, or set {ALLOW_UNSANDBOXED}=1 to skip them."
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Building attacks
+// ---------------------------------------------------------------------------------------------------
+
+/// Appended to every attack: `STATE` and the way each attempt records what happened to it.
+const PRELUDE: &str = r#"
+// ---- attack ----
+let STATE = "";
+let TRIED = 0;
+const THROUGH: string[] = [];
+function why(error: unknown): string {
+  try {
+    const e = error as { code?: unknown; message?: unknown };
+    return String(e?.code ?? e?.message ?? error).slice(0, 90).split("\n").join(" ");
+  } catch {
+    return "an error that cannot be shown";
+  }
+}
+function note(name: string, outcome: string): void {
+  TRIED += 1;
+  STATE += `${name}: ${outcome}; `;
+  if (!outcome.startsWith("refused") && outcome !== "kept") THROUGH.push(`${name}: ${outcome}`);
+}
+// Short enough to be shown whole where a test prints a value.
+function digest(): string {
+  return `tried ${TRIED}; through: ${THROUGH.length === 0 ? "none" : THROUGH.join("; ")}`;
+}
+function tried(name: string, attempt: () => string): void {
+  try {
+    note(name, attempt());
+  } catch (error) {
+    note(name, `refused (${why(error)})`);
+  }
+}
+async function triedAsync(name: string, attempt: () => Promise<string>): Promise<void> {
+  try {
+    note(name, await attempt());
+  } catch (error) {
+    note(name, `refused (${why(error)})`);
+  }
+}
+// Replaces owner[key]; says whether the replacement took.
+function swap(name: string, owner: any, key: PropertyKey, value: unknown): void {
+  tried(name, () => {
+    const before = owner[key];
+    owner[key] = value;
+    return owner[key] === before ? "kept" : "CHANGED";
+  });
+}
+"#;
+
+/// The skeleton with `top` at module level (run when the module is imported) and `first` run first thing
+/// in `runAgentLoop`, which then throws `ATTACK-RAN[<STATE>]`: every test fails with what the attack did.
+fn on_skeleton(top: &str, first: &str) -> String {
+    let code = ts_starting_with(
+        &ts_skeleton(),
+        &format!("{first}\n  throw new Error(\"ATTACK-RAN[\" + STATE + \"]\");"),
+    );
+    format!("{code}{PRELUDE}{top}\n")
+}
+
+/// The reference with `top` at module level and `first` run first thing in `runAgentLoop`, which then
+/// sends `ATTACK-RAN[tried N; through: …]` as the system prompt: the test comparing the prompt must fail
+/// with it. (The digest, not the whole record: a test shows at most 400 characters of a string.)
+fn on_reference(top: &str, first: &str) -> String {
+    let line = "systemPrompt: options.context.systemPrompt,";
+    let reference = ts_solution();
+    assert_eq!(reference.matches(line).count(), 1);
+    let code = ts_starting_with(
+        &reference.replacen(line, "systemPrompt: \"ATTACK-RAN[\" + digest() + \"]\",", 1),
+        first,
+    );
+    format!("{code}{PRELUDE}{top}\n")
+}
+
+/// A TypeScript string literal.
+fn ts_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Reading reports
+// ---------------------------------------------------------------------------------------------------
+
+/// The attack compiled (a report of `error` would prove nothing about it).
+fn assert_built(report: &Value) {
+    assert_ne!(
+        report["status"], "error",
+        "the attack did not build: {report:#}"
+    );
+}
+
+/// Every test of every group failed or timed out: nothing passed.
+fn assert_nothing_passed(report: &Value) {
+    for (slug, test) in report_tests(report) {
+        assert_ne!(test["status"], "pass", "{slug}: a test passed: {test:#}");
+    }
+    for group in report["groups"].as_array().unwrap() {
+        assert_ne!(group["status"], "pass", "a group passed: {group:#}");
+    }
+    assert_ne!(report["status"], "pass");
+}
+
+/// Every required group is in the report and did not pass.
+fn assert_required_fail(report: &Value) {
+    for slug in REQUIRED {
+        let status = group_status(report, slug);
+        assert!(
+            status == "fail" || status == "timeout",
+            "{slug} is {status}: {report:#}"
+        );
+    }
+}
+
+/// What the attack recorded, from the first message holding `ATTACK-RAN[…]`. Panics if none does: the
+/// attack's code did not run, and the test would prove nothing.
+fn state(report: &Value) -> String {
+    report_tests(report)
+        .into_iter()
+        .find_map(|(_, test)| state_in(test["message"].as_str()?))
+        .unwrap_or_else(|| panic!("no message shows the attack ran: {report:#}"))
+}
+
+/// The record in one message: `ATTACK-RAN[<record>]`, thrown (the error's message ends the line) or shown
+/// as a value (the quoted string ends the message).
+fn state_in(message: &str) -> Option<String> {
+    let start = message.find("ATTACK-RAN[")? + "ATTACK-RAN[".len();
+    let rest = &message[start..];
+    let end = rest
+        .find("]\n")
+        .or_else(|| rest.rfind(']'))
+        .unwrap_or(rest.len());
+    Some(rest[..end].to_string())
+}
+
+/// The plain-stop test that compares the request's system prompt: a reference-based attack fails it.
+fn prompt_test(report: &Value) -> &Value {
+    report_tests(report)
+        .into_iter()
+        .map(|(_, t)| t)
+        .find(|t| {
+            t["name"]
+                .as_str()
+                .unwrap()
+                .contains("the request holds the system prompt")
+        })
+        .unwrap_or_else(|| panic!("no system prompt test: {report:#}"))
+}
+
+/// For a reference-based attack that made `attempts` attempts: what went wrong, if the prompt was forged
+/// (plain-stop passed although the loop sent a wrong one) or an attempt got through or never ran.
+fn prompt_problem(report: &Value, what: &str, attempts: usize) -> Option<String> {
+    assert_built(report);
+    let test = prompt_test(report);
+    if test["status"] == "pass" || group_status(report, "plain-stop") == "pass" {
+        return Some(format!(
+            "{what}: the loop sent a wrong system prompt, yet plain-stop passed: the attack forged the comparison"
+        ));
+    }
+    let Some(digest) = state_in(test["message"].as_str().unwrap_or_default()) else {
+        return Some(format!(
+            "{what}: no message shows the attack ran: {report:#}"
+        ));
+    };
+    if !digest.starts_with(&format!("tried {attempts}; ")) {
+        return Some(format!("{what}: not every attempt ran: {digest}"));
+    }
+    if !digest.ends_with("through: none") {
+        return Some(format!("{what}: an attempt got through: {digest}"));
+    }
+    None
+}
+
+/// See [`prompt_problem`].
+fn assert_prompt_not_forged(report: &Value, what: &str, attempts: usize) {
+    if let Some(problem) = prompt_problem(report, what, attempts) {
+        panic!("{problem}");
+    }
+}
+
+/// The names of the chapter's TypeScript tests, from one grade of the skeleton.
+fn test_names() -> &'static [String] {
+    static NAMES: OnceLock<Vec<String>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let (_tmp, dir) = practice_ts();
+        let (_, report) = grade_json(&dir, &[]);
+        let names: Vec<String> = report_tests(&report)
+            .into_iter()
+            .map(|(_, t)| t["name"].as_str().unwrap().to_string())
+            .collect();
+        assert!(names.len() > 10, "{report:#}");
+        names
+    })
+}
+
+fn names_of(report: &Value) -> BTreeSet<String> {
+    report_tests(report)
+        .into_iter()
+        .map(|(_, t)| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The chapter's test names as a TypeScript array literal.
+fn names_literal() -> String {
+    serde_json::to_string(test_names()).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Printing passing lines and exiting
+// ---------------------------------------------------------------------------------------------------
+
+/// What node:test would print for every test passing, and the attack's marker last.
+fn passing_lines(marker: &str) -> String {
+    let mut lines = String::from("TAP version 13\n");
+    for (i, name) in test_names().iter().enumerate() {
+        lines.push_str(&format!("# Subtest: {name}\nok {} - {name}\n", i + 1));
+    }
+    let n = test_names().len();
+    lines.push_str(&format!(
+        "1..{n}\n# tests {n}\n# pass {n}\n# fail 0\n✔ all tests passed\n{marker}\n"
+    ));
+    lines
+}
+
+#[test]
+fn passing_lines_and_an_exit_at_import_forge_nothing() {
+    // A cache of its own, listed by the skeleton first: the attack then runs its tests from that list
+    // (it exits while being listed too; a build slot that never listed would leave nothing to run).
+    let cache = private_cache();
+    let (_tmp, dir) = practice_ts();
+    let (_, first) = grade_json_in(cache.path(), &dir, &[]);
+    if !sandboxed(&first) {
+        return;
+    }
+    let lines = ts_string(&passing_lines("ATTACK-RAN[import]"));
+    let top = format!(
+        "import * as attackFs from \"node:fs\";\nattackFs.writeSync(1, {lines});\nattackFs.writeSync(2, {lines});\nprocess.exit(0);"
+    );
+    // Without the prelude: the attack stays the skeleton's closest version, so the grade puts it in the
+    // build slot the skeleton listed.
+    write_ts_loop(&dir, &format!("{}{top}\n", ts_skeleton()));
+    let (code, report) = grade_json_in(cache.path(), &dir, &[]);
+    assert_eq!(code, 1, "{report:#}");
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    assert_required_fail(&report);
+    assert_eq!(
+        names_of(&report),
+        names_of(&first),
+        "the same tests are graded"
+    );
+    for (slug, test) in report_tests(&report) {
+        let message = test["message"].as_str().unwrap();
+        assert!(
+            message.contains("ATTACK-RAN[import]"),
+            "{slug}: the attack's output is shown: {message}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "bug: a module that exits with 0 while the tests are listed lists nothing, and the grade reads that \
+            as an empty list (src/grade/runner.rs, Runner::list accepts a successful exit without a single \
+            record): every group is then `error` with \"no test's name starts with …\" and the learner never \
+            sees what their module printed"]
+fn an_exit_while_the_tests_are_listed_is_reported_with_its_output() {
+    let cache = private_cache();
+    let (_tmp, dir) = practice_ts();
+    let top = "import * as attackFs from \"node:fs\";\nattackFs.writeSync(1, \"ATTACK-RAN[listing]\\n\");\nprocess.exit(0);";
+    write_ts_loop(&dir, &format!("{}{top}\n", ts_skeleton()));
+    let (code, report) = grade_json_in(cache.path(), &dir, &["--lang", "en"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["status"], "error", "{report:#}");
+    let message = report["message"].as_str().unwrap();
+    assert!(
+        message.contains("Could not list the tests") && message.contains("ATTACK-RAN[listing]"),
+        "the grade says the tests could not be listed, with what the module printed: {report:#}"
+    );
+}
+
+#[test]
+fn passing_lines_and_an_exit_inside_the_loop_forge_nothing() {
+    let (_tmp, dir) = practice_ts();
+    let lines = ts_string(&passing_lines("ATTACK-RAN[loop]"));
+    let first = format!(
+        "attackFs.writeSync(1, {lines}); attackFs.writeSync(2, {lines}); process.exitCode = 0; process.exit(0);"
+    );
+    write_ts_loop(
+        &dir,
+        &on_skeleton("import * as attackFs from \"node:fs\";", &first),
+    );
+    let (code, report) = grade_json(&dir, &[]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    assert_required_fail(&report);
+    for (slug, test) in report_tests(&report) {
+        let message = test["message"].as_str().unwrap();
+        assert!(
+            message.contains("ATTACK-RAN[loop]"),
+            "{slug}: the attack's output is shown: {message}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The verdict channel and its key
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn forged_records_on_every_descriptor_forge_nothing() {
+    let (_tmp, dir) = practice_ts();
+    let top = format!(
+        r#"import * as attackFs from "node:fs";
+const NAMES: string[] = {names};
+const GUESSES = ["", "0".repeat(32), "f".repeat(32), "0123456789abcdef0123456789abcdef", String(process.env["PI_COURSE_GRADED"])];
+function forge(): void {{
+  for (const fd of [4, 3, 1, 2]) {{
+    tried(`fd ${{fd}}`, () => {{
+      let lines = 0;
+      for (const key of GUESSES) {{
+        for (const test of NAMES) {{
+          for (const event of ["started", "passed"]) {{
+            attackFs.writeSync(fd, JSON.stringify({{ key, event, test, message: null }}) + "\n");
+            lines += 1;
+          }}
+        }}
+      }}
+      attackFs.writeSync(fd, JSON.stringify({{ event: "passed", test: NAMES[0] }}) + "\n");
+      return `wrote ${{lines + 1}} records`;
+    }});
+  }}
+}}"#,
+        names = names_literal()
+    );
+    write_ts_loop(&dir, &on_skeleton(&top, "forge();"));
+    let (code, report) = grade_json(&dir, &[]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    assert_required_fail(&report);
+    let record = state(&report);
+    assert!(
+        record.contains("fd 4: wrote"),
+        "the forged records reached the verdict socket: {record}"
+    );
+}
+
+#[test]
+fn the_key_cannot_be_read_and_what_was_found_forges_nothing() {
+    let (_tmp, dir) = practice_ts();
+    let top = format!(
+        r#"import * as attackFs from "node:fs";
+import * as attackV8 from "node:v8";
+import * as attackInspector from "node:inspector";
+const NAMES: string[] = {names};
+const FOUND = new Set<string>();
+function scan(text: string): string {{
+  const keys = text.match(/[0-9a-f]{{32}}/g) ?? [];
+  for (const key of keys) FOUND.add(key);
+  return `read ${{text.length}} characters, ${{keys.length}} keys`;
+}}
+function steal(): void {{
+  tried("fd 3", () => scan(attackFs.readFileSync(3, "utf8")));
+  tried("/proc/self/fd/3", () => scan(attackFs.readFileSync("/proc/self/fd/3", "utf8")));
+  tried("/proc/self/fd/4", () => scan(attackFs.readFileSync("/proc/self/fd/4", "utf8")));
+  tried("/proc/self/cmdline", () => scan(attackFs.readFileSync("/proc/self/cmdline", "utf8")));
+  tried("/proc/self/environ", () => scan(attackFs.readFileSync("/proc/self/environ", "utf8")));
+  tried("/proc/self/maps", () => scan(attackFs.readFileSync("/proc/self/maps", "utf8")));
+  tried("heap snapshot", () => {{
+    const stream: any = attackV8.getHeapSnapshot();
+    let text = "";
+    for (let chunk; (chunk = stream.read()) !== null; ) text += chunk;
+    return scan(text);
+  }});
+  tried("heap snapshot file", () => scan(attackFs.readFileSync(attackV8.writeHeapSnapshot(), "utf8")));
+  tried("process.binding", () => scan(JSON.stringify(Object.keys((process as any).binding("fs")))));
+  tried("inspector", () => {{
+    const session = new attackInspector.Session();
+    session.connect();
+    let text = "";
+    session.post("Runtime.evaluate", {{ expression: "1" }}, (_e: unknown, r: unknown) => {{ text = JSON.stringify(r); }});
+    return scan(text);
+  }});
+  tried("report", () => scan(JSON.stringify((process as any).report.getReport())));
+  tried("environment", () => scan(JSON.stringify(process.env)));
+  tried("arguments", () => scan(JSON.stringify([process.argv, process.execArgv])));
+  tried("stack frames", () => {{
+    const prior = (Error as any).prepareStackTrace;
+    (Error as any).prepareStackTrace = (_e: unknown, frames: any[]) =>
+      frames.map((f) => String(f.getFunction?.()) + String(f.getThis?.())).join("\n");
+    const text = String(new Error().stack);
+    (Error as any).prepareStackTrace = prior;
+    return scan(text);
+  }});
+  STATE += `candidates: ${{FOUND.size}}; `;
+  for (const key of FOUND) {{
+    for (const test of NAMES) {{
+      try {{
+        attackFs.writeSync(4, JSON.stringify({{ key, event: "passed", test, message: null }}) + "\n");
+      }} catch {{}}
+    }}
+  }}
+}}"#,
+        names = names_literal()
+    );
+    write_ts_loop(&dir, &on_skeleton(&top, "steal();"));
+    let (code, report) = grade_json(&dir, &[]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    assert_required_fail(&report);
+    let record = state(&report);
+    assert!(
+        record.contains("candidates: 0;"),
+        "a key-shaped string was found: {record}"
+    );
+    for refused in [
+        "/proc/self/fd/3",
+        "/proc/self/fd/4",
+        "/proc/self/cmdline",
+        "/proc/self/environ",
+        "heap snapshot",
+        "heap snapshot file",
+        "process.binding",
+        "inspector",
+    ] {
+        assert!(
+            record.contains(&format!("{refused}: refused")),
+            "{refused} was not refused: {record}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Rewriting what the tests check with
+// ---------------------------------------------------------------------------------------------------
+
+/// Attempts to replace the assertion module and JavaScript's own intrinsics, as `PHASE …`.
+fn intrinsic_swaps(phase: &str) -> String {
+    format!(
+        r#"swap("{phase} assert.deepStrictEqual", attackAssert, "deepStrictEqual", () => {{}});
+swap("{phase} assert.strict.deepStrictEqual", attackAssert.strict, "deepStrictEqual", () => {{}});
+swap("{phase} assert/strict.equal", attackStrict, "equal", () => {{}});
+swap("{phase} Array.prototype.map", Array.prototype, "map", function () {{ return []; }});
+swap("{phase} Array.prototype.filter", Array.prototype, "filter", function () {{ return []; }});
+swap("{phase} JSON.stringify", JSON, "stringify", () => "{{}}");
+swap("{phase} Object.prototype.toJSON", Object.prototype, "toJSON", () => ({{}}));
+tried("{phase} defineProperty Object.prototype.toJSON", () => {{
+  Object.defineProperty(Object.prototype, "toJSON", {{ value: () => ({{}}), configurable: true }});
+  return (Object.prototype as any).toJSON === undefined ? "kept" : "CHANGED";
+}});
+swap("{phase} String.prototype.startsWith", String.prototype, "startsWith", () => true);
+swap("{phase} Map.prototype.get", Map.prototype, "get", () => undefined);
+swap("{phase} Promise.prototype.then", Promise.prototype, "then", () => undefined);"#
+    )
+}
+
+/// How many attempts an attack's code makes.
+fn attempts(code: &str) -> usize {
+    ["swap(\"", "tried(\"", "triedAsync(\""]
+        .iter()
+        .map(|call| code.matches(call).count())
+        .sum()
+}
+
+#[test]
+fn the_assertion_module_and_the_intrinsics_cannot_be_patched() {
+    let (_tmp, dir) = practice_ts();
+    let top = format!(
+        "import attackAssert from \"node:assert\";\nimport attackStrict from \"node:assert/strict\";\n{}",
+        intrinsic_swaps("import")
+    );
+    let first = intrinsic_swaps("run");
+    write_ts_loop(&dir, &on_reference(&top, &first));
+    let (_, report) = grade_json(&dir, &["--group", "7.1"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_prompt_not_forged(
+        &report,
+        "assert and the intrinsics",
+        attempts(&top) + attempts(&first),
+    );
+}
+
+/// `util.isDeepStrictEqual` replaced, and node's ESM view of builtins brought up to date, as `PHASE …`.
+fn util_swap(phase: &str) -> String {
+    format!(
+        r#"swap("{phase} util.isDeepStrictEqual", attackRequire("node:util"), "isDeepStrictEqual", () => true);
+tried("{phase} syncBuiltinESMExports", () => {{ attackModule.syncBuiltinESMExports(); return attackUtil.isDeepStrictEqual(1, 2) ? "CHANGED" : "kept"; }});"#
+    )
+}
+
+#[test]
+#[ignore = "gap: node:util is not frozen and syncBuiltinESMExports is not refused (harness-node/harness/run.mjs \
+            hardens only node:assert), so `util.isDeepStrictEqual = () => true` makes every expectEqual of the \
+            test kit pass, at import and at run time"]
+fn is_deep_strict_equal_cannot_be_swapped() {
+    let (_tmp, dir) = practice_ts();
+    let top = format!(
+        "import * as attackUtil from \"node:util\";\nimport * as attackModule from \"node:module\";\nconst attackRequire = attackModule.createRequire(import.meta.url);\n{}",
+        util_swap("import")
+    );
+    let first = util_swap("run");
+    write_ts_loop(&dir, &on_reference(&top, &first));
+    let (_, report) = grade_json(&dir, &["--group", "7.1"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_prompt_not_forged(
+        &report,
+        "util.isDeepStrictEqual",
+        attempts(&top) + attempts(&first),
+    );
+}
+
+/// `structuredClone` replaced by one that puts the expected prompt into every copy (ScriptedModel keeps a
+/// structuredClone of each request), as `PHASE …`.
+fn clone_swap(phase: &str) -> String {
+    format!(
+        r#"swap("{phase} structuredClone", globalThis, "structuredClone", (value: any, options?: any) => {{
+  const copy = ATTACK_CLONE(value, options);
+  if (copy !== null && typeof copy === "object" && typeof copy.systemPrompt === "string") {{
+    copy.systemPrompt = "You are a careful coding agent (test system prompt).";
+  }}
+  return copy;
+}});"#
+    )
+}
+
+#[test]
+#[ignore = "gap: globalThis.structuredClone is writable under --frozen-intrinsics and the harness does not \
+            lock it; ScriptedModel records each request through it, so a replacement rewrites what the tests \
+            see (here: a wrong system prompt passes plain-stop)"]
+fn structured_clone_cannot_be_swapped() {
+    let (_tmp, dir) = practice_ts();
+    let top = format!(
+        "const ATTACK_CLONE = globalThis.structuredClone;\n{}",
+        clone_swap("import")
+    );
+    let first = clone_swap("run");
+    write_ts_loop(&dir, &on_reference(&top, &first));
+    let (_, report) = grade_json(&dir, &["--group", "7.1"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_prompt_not_forged(
+        &report,
+        "structuredClone",
+        attempts(&top) + attempts(&first),
+    );
+}
+
+#[test]
+#[ignore = "gap: node:async_hooks is not frozen; test/support.ts wraps every test body in \
+            AsyncLocalStorage.prototype.run, so replacing it with a no-op makes every later test pass without \
+            running (the untouched skeleton scores 100/100 when it is replaced at import)"]
+fn async_local_storage_cannot_be_swapped() {
+    let (_tmp, dir) = practice_ts();
+    let swap = |phase: &str| {
+        format!(
+            r#"swap("{phase} AsyncLocalStorage.prototype.run", AttackStorage.prototype, "run", function () {{ return undefined; }});"#
+        )
+    };
+    let import = "import { AsyncLocalStorage as AttackStorage } from \"node:async_hooks\";";
+    // At import, before any test is registered; and at run time, from the first test of a batch.
+    let mut problems = Vec::new();
+    for (what, code) in [
+        (
+            "at import",
+            on_skeleton(&format!("{import}\n{}", swap("import")), ""),
+        ),
+        ("at run time", on_skeleton(import, &swap("run"))),
+    ] {
+        write_ts_loop(&dir, &code);
+        let (code, report) = grade_json(&dir, &[]);
+        if !sandboxed(&report) {
+            return;
+        }
+        assert_built(&report);
+        let passed: Vec<String> = report_tests(&report)
+            .into_iter()
+            .filter(|(_, t)| t["status"] == "pass")
+            .map(|(_, t)| t["name"].as_str().unwrap().to_string())
+            .collect();
+        if code != 1 || !passed.is_empty() {
+            problems.push(format!(
+                "{what}: the skeleton exits {code}, scores {}/{}, and passes {} tests",
+                report["score"],
+                report["max"],
+                passed.len()
+            ));
+        } else {
+            let record = state(&report);
+            if record.contains("CHANGED") {
+                problems.push(format!("{what}: {record}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Wraps the course classes' methods so that the model records the expected system prompt, as
+/// `PHASE …`.
+fn class_swaps(phase: &str) -> String {
+    format!(
+        r#"{{
+  const prompt = "You are a careful coding agent (test system prompt).";
+  const stream = AttackScripted.prototype.stream;
+  swap("{phase} ScriptedModel.prototype.stream", AttackScripted.prototype, "stream", function (this: any, request: any, signal?: AbortSignal) {{
+    return stream.call(this, {{ ...request, systemPrompt: prompt }}, signal);
+  }});
+  const definitions = AttackRegistry.prototype.definitions;
+  swap("{phase} ToolRegistry.prototype.definitions", AttackRegistry.prototype, "definitions", function (this: any) {{ return definitions.call(this); }});
+  const push = AttackStream.prototype.push;
+  swap("{phase} EventStream.prototype.push", AttackStream.prototype, "push", function (this: any, event: any) {{ return push.call(this, event); }});
+}}"#
+    )
+}
+
+/// Wraps the test kit's methods so that the tests see the expected system prompt, as `PHASE …`. `kit` is
+/// the test kit's module namespace.
+fn kit_swaps(phase: &str, kit: &str) -> String {
+    format!(
+        r#"{{
+  const k: any = {kit};
+  const requests = k.Outcome.prototype.requests;
+  swap("{phase} kit Outcome.prototype.requests", k.Outcome.prototype, "requests", function (this: any) {{
+    return requests.call(this).map((r: any) => ({{ ...r, systemPrompt: k.SYSTEM_PROMPT }}));
+  }});
+  const run = k.Setup.prototype.run;
+  swap("{phase} kit Setup.prototype.run", k.Setup.prototype, "run", function (this: any, driver?: unknown) {{ return run.call(this, driver); }});
+  swap("{phase} kit namespace expectEqual", k, "expectEqual", () => {{}});
+  swap("{phase} kit SYSTEM_PROMPT", k, "SYSTEM_PROMPT", "ATTACK");
+}}"#
+    )
+}
+
+const CLASS_IMPORTS: &str = r#"import { ScriptedModel as AttackScripted } from "./scripted-model.js";
+import { ToolRegistry as AttackRegistry } from "./tool.js";
+import { EventStream as AttackStream } from "./event-stream.js";"#;
+
+#[test]
+fn the_course_classes_and_the_test_kit_cannot_be_patched_while_tests_run() {
+    let (_tmp, dir) = practice_ts();
+    let first = format!(
+        "{}\n  const attackKit = await import(\"../test/support.js\");\n  {}",
+        class_swaps("run"),
+        kit_swaps("run", "attackKit")
+    );
+    write_ts_loop(&dir, &on_reference(CLASS_IMPORTS, &first));
+    let (_, report) = grade_json(&dir, &["--group", "7.1"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_prompt_not_forged(&report, "the course classes at run time", attempts(&first));
+}
+
+#[test]
+#[ignore = "gap: test/support.ts imports ../src/agent-loop.js statically, so the learner's module runs while \
+            the test files load, before run.mjs hardens the course code and the test kit (its header says the \
+            loop is loaded lazily, inside test bodies); a module-level patch of ScriptedModel.prototype.stream, \
+            or of Outcome.prototype.requests from a microtask, forges plain-stop"]
+fn the_course_classes_and_the_test_kit_cannot_be_patched_at_import() {
+    let (_tmp, dir) = practice_ts();
+    // The course classes, patched while the module runs.
+    let classes = format!("{CLASS_IMPORTS}\n{}", class_swaps("import"));
+    // The kit is still loading when this module runs: its classes, patched once the module graph has
+    // been evaluated (a microtask), before the first test.
+    let kit = format!(
+        "import * as attackKit from \"../test/support.js\";\nvoid Promise.resolve().then(() => {});",
+        kit_swaps("import", "attackKit")
+    );
+    let mut problems = Vec::new();
+    for (what, top) in [("the course classes", classes), ("the test kit", kit)] {
+        write_ts_loop(&dir, &on_reference(&top, ""));
+        let (_, report) = grade_json(&dir, &["--group", "7.1"]);
+        if !sandboxed(&report) {
+            return;
+        }
+        problems.extend(prompt_problem(&report, what, attempts(&top)));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Registering tests
+// ---------------------------------------------------------------------------------------------------
+
+/// Registers a passing test under each of `names` (a TypeScript array expression), as `PHASE …`.
+fn registrations(phase: &str, names: &str) -> String {
+    format!(
+        r#"{{
+  const register = (globalThis as any)[Symbol.for("pi-course.test")];
+  for (const name of {names}) tried(`{phase} register ${{name}}`, () => {{ register(name, () => {{}}); return "ACCEPTED"; }});
+  swap("{phase} the register symbol", globalThis, Symbol.for("pi-course.test"), () => {{}});
+}}"#
+    )
+}
+
+#[test]
+fn tests_cannot_be_registered_while_tests_run() {
+    let (_tmp, dir) = practice_ts();
+    let names = format!(
+        "[...{}, \"纯文本 stop › a test of the attacker's own\"]",
+        names_literal()
+    );
+    write_ts_loop(&dir, &on_skeleton("", &registrations("run", &names)));
+    let (code, report) = grade_json(&dir, &[]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    assert_required_fail(&report);
+    let record = state(&report);
+    assert!(!record.contains("ACCEPTED"), "{record}");
+    assert!(!record.contains("CHANGED"), "{record}");
+    assert!(record.contains("run register 纯文本 stop › a test of the attacker's own: refused"));
+    let graded = names_of(&report);
+    let chapter: BTreeSet<String> = test_names().iter().cloned().collect();
+    assert_eq!(graded, chapter, "only the chapter's tests are graded");
+}
+
+#[test]
+fn tests_registered_at_import_under_the_real_names_pass_nothing() {
+    let (_tmp, dir) = practice_ts();
+    write_ts_loop(
+        &dir,
+        &on_skeleton(&registrations("import", &names_literal()), ""),
+    );
+    let (code, report) = grade_json(&dir, &[]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    assert_required_fail(&report);
+    // The registrations happened: every real test is now ambiguous, and fails as such.
+    for (slug, test) in report_tests(&report) {
+        let message = test["message"].as_str().unwrap();
+        assert!(
+            message.contains("two tests are named") || message.contains("ATTACK-RAN["),
+            "{slug}: {message}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "gap: the learner's module runs while the test files load (test/support.ts imports it statically), \
+            so it can register tests of its own under a group's name: they are graded and pass, and the list \
+            a build slot remembers (<cache>/target/<key>/slot-N/.pi-course-tests) keeps them, so every later \
+            grade in that slot fails them with `no test is named …`, the reference included"]
+fn tests_registered_at_import_are_not_graded_and_not_remembered() {
+    let chapter: BTreeSet<String> = test_names().iter().cloned().collect();
+    let cache = private_cache();
+    let (_tmp, dir) = practice_ts();
+    let extra = "[\"纯文本 stop › forged\", \"单工具往返 › forged\", \"非执行终态 › forged\", \"并发工具 › forged\", \"取消与上限 › forged\"]";
+    // The reference with extra tests first, so that the build slot lists them; then the reference alone,
+    // which the grade puts in the same slot (its closest version).
+    let attack = format!(
+        "{}{PRELUDE}{}\n",
+        ts_solution(),
+        registrations("import", extra)
+    );
+    write_ts_loop(&dir, &attack);
+    let (_, report) = grade_json_in(cache.path(), &dir, &[]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_built(&report);
+    let mut problems = Vec::new();
+    let graded = names_of(&report);
+    if graded != chapter {
+        problems.push(format!(
+            "the attack's own tests were graded: {:?}",
+            graded.difference(&chapter).collect::<Vec<_>>()
+        ));
+    }
+    write_ts_loop(&dir, &ts_solution());
+    let (code, report) = grade_json_in(cache.path(), &dir, &[]);
+    if code != 0 || names_of(&report) != chapter {
+        let failing: Vec<String> = report_tests(&report)
+            .into_iter()
+            .filter(|(_, t)| t["status"] != "pass")
+            .map(|(_, t)| format!("{}: {}", t["name"], t["message"]))
+            .collect();
+        problems.push(format!(
+            "the next grade in the slot, the reference, exits {code}:\n  {}",
+            failing.join("\n  ")
+        ));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Escapes
+// ---------------------------------------------------------------------------------------------------
+
+#[test]
+fn no_child_process_worker_or_code_from_strings_ever_runs() {
+    let (_tmp, dir) = practice_ts();
+    let top = r#"import * as attackChild from "node:child_process";
+import * as attackWorkers from "node:worker_threads";
+import * as attackVm from "node:vm";
+async function escape(): Promise<void> {
+  tried("execSync", () => "ESCAPED " + attackChild.execSync("sleep 301.5 & echo started").toString());
+  tried("spawn", () => { const c = attackChild.spawn("sleep", ["301.5"], { detached: true }); c.on("error", () => {}); return c.pid === undefined ? "refused (no pid)" : "ESCAPED " + c.pid; });
+  tried("spawnSync", () => { const r = attackChild.spawnSync("sleep", ["301.5"]); return r.error ? `refused (${why(r.error)})` : "ESCAPED"; });
+  tried("fork", () => { attackChild.fork("/dev/null"); return "ESCAPED"; });
+  tried("Worker", () => { new attackWorkers.Worker("process.exit(0)", { eval: true }); return "ESCAPED"; });
+  tried("vm.runInThisContext", () => "ESCAPED " + String(attackVm.runInThisContext("6 * 7")));
+  tried("vm.Script", () => "ESCAPED " + String(new attackVm.Script("6 * 7").runInThisContext()));
+  tried("vm.runInNewContext", () => "ESCAPED " + String(attackVm.runInNewContext("6 * 7")));
+  tried("eval", () => "ESCAPED " + String(eval("6 * 7")));
+  tried("Function", () => "ESCAPED " + String(new Function("return 6 * 7")()));
+  tried("setTimeout string", () => { (setTimeout as any)("globalThis.escaped = 1", 0); return "scheduled"; });
+  tried("dlopen", () => { (process as any).dlopen({ exports: {} }, "/usr/lib/x86_64-linux-gnu/libc.so.6"); return "ESCAPED"; });
+  tried("process.binding", () => { (process as any).binding("spawn_sync"); return "ESCAPED"; });
+  await triedAsync("WebAssembly", async () => { await WebAssembly.compile(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])); return "compiled"; });
+  STATE += `escaped: ${String((globalThis as any).escaped)}; `;
+}"#;
+    write_ts_loop(&dir, &on_skeleton(top, "await escape();"));
+    let (code, report) = grade_json(&dir, &["--group", "7.1"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    let record = state(&report);
+    assert!(!record.contains("ESCAPED"), "{record}");
+    assert!(record.contains("escaped: undefined;"), "{record}");
+    for name in [
+        "execSync",
+        "spawn",
+        "fork",
+        "Worker",
+        "vm.runInThisContext",
+        "eval",
+        "Function",
+        "dlopen",
+        "process.binding",
+    ] {
+        assert!(
+            record.contains(&format!("{name}: refused")),
+            "{name} was not refused: {record}"
+        );
+    }
+    assert_none_left(Duration::from_secs(2), || {
+        processes()
+            .into_iter()
+            .filter(|p| p.args.contains("301.5"))
+            .collect()
+    });
+}
+
+#[test]
+#[ignore = "gap (low): `import(\"data:text/javascript,…\")` compiles and runs code from a string, which \
+            --disallow-code-generation-from-strings is there to refuse; neither node's permission model nor \
+            run.mjs refuses module URLs outside dist/"]
+fn code_from_a_data_url_never_runs() {
+    let (_tmp, dir) = practice_ts();
+    let top = r#"async function escape(): Promise<void> {
+  const url: string = "data:text/javascript,globalThis.escaped = 2";
+  await triedAsync("data: import", async () => { await import(url); return "ESCAPED"; });
+  STATE += `escaped: ${String((globalThis as any).escaped)}; `;
+}"#;
+    write_ts_loop(&dir, &on_skeleton(top, "await escape();"));
+    let (_, report) = grade_json(&dir, &["--group", "7.1"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    let record = state(&report);
+    assert!(record.contains("data: import: refused"), "{record}");
+    assert!(record.contains("escaped: undefined;"), "{record}");
+}
+
+/// A fake home with a secret in it.
+struct Home {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    secret: PathBuf,
+}
+
+const SECRET: &str = "SECRET-CONTENT-5b21e0";
+
+fn home() -> Home {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().to_path_buf();
+    let secret = path.join("secret.txt");
+    fs::write(&secret, SECRET).unwrap();
+    Home {
+        _dir: dir,
+        path,
+        secret,
+    }
+}
+
+/// `grade --format json` and the human report with HOME set to `home`: the report and all text shown.
+fn grade_with_home(dir: &Path, home: &Home, args: &[&str]) -> (Value, String) {
+    let run = |extra: &[&str]| {
+        pi_course(dir)
+            .env("HOME", &home.path)
+            .arg("grade")
+            .arg(dir)
+            .args(extra)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let human = run(&[]);
+    let json = run(&["--format", "json"]);
+    let report: Value =
+        serde_json::from_slice(&json.stdout).unwrap_or_else(|e| panic!("{e}\n{}", describe(&json)));
+    assert_schema(&report);
+    let text = format!(
+        "{}{}{}{}",
+        stdout(&human),
+        stderr(&human),
+        stdout(&json),
+        stderr(&json)
+    );
+    (report, text)
+}
+
+/// Every file of the build slots of the shared cache (both tracks), and the installed dependencies.
+fn slot_files() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for root in [cache().join("work"), cache().join("target")] {
+        for key in fs::read_dir(&root).into_iter().flatten().flatten() {
+            for slot in fs::read_dir(key.path()).into_iter().flatten().flatten() {
+                let slot = slot.path();
+                if !slot.is_dir() {
+                    continue;
+                }
+                for name in [
+                    "src/agent-loop.ts",
+                    "src/agent_loop.rs",
+                    "package.json",
+                    "Cargo.toml",
+                    ".pi-course-tests",
+                ] {
+                    if slot.join(name).is_file() {
+                        found.push(slot.join(name));
+                    }
+                }
+            }
+        }
+    }
+    for dir in fs::read_dir(cache().join("node"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let manifest = dir.path().join("package.json");
+        if manifest.is_file() {
+            found.push(manifest);
+        }
+    }
+    found
+}
+
+#[test]
+fn the_home_proc_and_the_build_slots_are_unreadable() {
+    let home = home();
+    let (_tmp, dir) = practice_ts();
+    // A grade with the real home first, so the dependencies are installed and the slots exist.
+    let (_, first) = grade_json(&dir, &[]);
+    if !sandboxed(&first) {
+        return;
+    }
+    let slots = slot_files();
+    assert!(
+        slots.iter().any(|p| p.ends_with("src/agent-loop.ts")),
+        "no TypeScript build slot in {slots:?}"
+    );
+    let mut paths: Vec<String> = vec![
+        home.secret.display().to_string(),
+        home.path.display().to_string(),
+        "/proc/self/environ".into(),
+        "/proc/1/environ".into(),
+        "/proc/self/status".into(),
+        "/etc/passwd".into(),
+        dir.join(TS_LOOP).display().to_string(),
+    ];
+    paths.extend(slots.iter().map(|p| p.display().to_string()));
+    let top = format!(
+        r#"import * as attackFs from "node:fs";
+const TARGETS: string[] = {targets};
+function read(): void {{
+  for (const path of TARGETS) {{
+    tried(path, () => {{
+      const stat = attackFs.statSync(path);
+      const text = stat.isDirectory() ? attackFs.readdirSync(path).join(",") : attackFs.readFileSync(path, "utf8");
+      return `READ ${{text.slice(0, 200)}}`;
+    }});
+  }}
+  tried("parent", () => `READ /proc/${{process.ppid}}/cmdline ` + attackFs.readFileSync(`/proc/${{process.ppid}}/cmdline`, "utf8"));
+}}"#,
+        targets = serde_json::to_string(&paths).unwrap()
+    );
+    write_ts_loop(&dir, &on_skeleton(&top, "read();"));
+    let (report, text) = grade_with_home(&dir, &home, &["--group", "7.1"]);
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    let record = state(&report);
+    assert!(!text.contains(SECRET), "the secret leaked:\n{text}");
+    assert!(
+        !text.contains("--format"),
+        "the grader's command line leaked:\n{text}"
+    );
+    assert!(!record.contains("READ"), "something was read: {record}");
+    // Every path and the parent's command line. (The grade shortens the path of its own build slot in
+    // messages, so the record is counted rather than searched for each path.)
+    assert_eq!(
+        record.matches(": refused (").count(),
+        paths.len() + 1,
+        "not every read was refused: {record}"
+    );
+}
+
+#[test]
+fn writes_outside_the_scratch_directory_never_happen() {
+    let home = home();
+    let (tmp, dir) = practice_ts();
+    let (_, first) = grade_json(&dir, &[]);
+    if !sandboxed(&first) {
+        return;
+    }
+    let targets = [
+        home.path.join("written"),
+        std::env::temp_dir().join(format!("pi-course-ts-attack-{}", std::process::id())),
+        dir.join("written"),
+        tmp.path().join("written"),
+        cache().join("written"),
+        cache().join("node/written"),
+    ];
+    let editable = dir.join(TS_LOOP);
+    let mut all: Vec<String> = targets.iter().map(|t| t.display().to_string()).collect();
+    all.push(editable.display().to_string());
+    let top = format!(
+        r#"import * as attackFs from "node:fs";
+const TARGETS: string[] = {targets};
+function write(): void {{
+  for (const path of TARGETS) {{
+    tried(path, () => {{ attackFs.writeFileSync(path, "// nothing to see here"); return "ESCAPED"; }});
+  }}
+  tried("scratch", () => {{ attackFs.writeFileSync("written-here", "x"); return "written"; }});
+  tried("symlink", () => {{ attackFs.symlinkSync("/", "root-link"); return "ESCAPED"; }});
+}}"#,
+        targets = serde_json::to_string(&all).unwrap()
+    );
+    let code = on_skeleton(&top, "write();");
+    write_ts_loop(&dir, &code);
+    let before = files(&dir);
+    let (report, _) = grade_with_home(&dir, &home, &["--group", "7.1"]);
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    let record = state(&report);
+    assert!(!record.contains("ESCAPED"), "{record}");
+    for t in &targets {
+        assert!(!t.exists(), "{} was written", t.display());
+    }
+    assert_eq!(fs::read_to_string(&editable).unwrap(), code);
+    // The only change in the practice directory is the grade's own record.
+    let after = files(&dir);
+    let changed: Vec<&PathBuf> = after
+        .keys()
+        .filter(|p| before.get(*p) != after.get(*p))
+        .collect();
+    assert!(
+        changed.iter().all(|p| p.starts_with(".pi-course")),
+        "{changed:?}"
+    );
+}
+
+#[test]
+fn a_network_connection_to_a_local_listener_never_arrives() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let udp_port = udp.local_addr().unwrap().port();
+    let (_tmp, dir) = practice_ts();
+    let top = format!(
+        r#"import * as attackNet from "node:net";
+import * as attackDgram from "node:dgram";
+function tcp(): Promise<string> {{
+  return new Promise((resolve) => {{
+    try {{
+      const socket = attackNet.connect({port}, "127.0.0.1");
+      socket.on("connect", () => {{ socket.write("hello"); socket.end(); resolve("ESCAPED (connected)"); }});
+      socket.on("error", (e) => resolve(`refused (${{why(e)}})`));
+    }} catch (e) {{
+      resolve(`refused (${{why(e)}})`);
+    }}
+  }});
+}}
+function udp(): Promise<string> {{
+  return new Promise((resolve) => {{
+    try {{
+      const socket = attackDgram.createSocket("udp4");
+      socket.on("error", (e) => resolve(`refused (${{why(e)}})`));
+      socket.send("hello", {udp_port}, "127.0.0.1", (e) => {{ socket.close(); resolve(e ? `refused (${{why(e)}})` : "ESCAPED (sent)"); }});
+    }} catch (e) {{
+      resolve(`refused (${{why(e)}})`);
+    }}
+  }});
+}}
+async function connect(): Promise<void> {{
+  await triedAsync("tcp", tcp);
+  await triedAsync("udp", udp);
+  await triedAsync("fetch", async () => `ESCAPED (${{(await fetch("http://127.0.0.1:{port}/")).status}})`);
+}}"#
+    );
+    write_ts_loop(&dir, &on_skeleton(&top, "await connect();"));
+    let (_, report) = grade_json(&dir, &["--group", "7.1"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    let record = state(&report);
+    assert!(!record.contains("ESCAPED"), "{record}");
+    for name in ["tcp", "udp", "fetch"] {
+        assert!(record.contains(&format!("{name}: refused")), "{record}");
+    }
+    assert!(
+        listener.accept().is_err(),
+        "a connection arrived from the graded code"
+    );
+    let mut buf = [0u8; 16];
+    assert!(
+        udp.recv_from(&mut buf).is_err(),
+        "a datagram arrived from the graded code"
+    );
+}
+
+#[test]
+fn a_memory_bomb_gets_the_memory_limit_verdict() {
+    let (_tmp, dir) = practice_ts();
+    let bomb = "const hog: number[][] = []; for (;;) hog.push(new Array(1 << 20).fill(7));";
+    write_ts_loop(&dir, &ts_starting_with(&ts_skeleton(), bomb));
+    let (code, report) = grade_json(&dir, &["--group", "7.1", "--memory-limit", "256M"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    for (_, test) in report_tests(&report) {
+        let message = test["message"].as_str().unwrap();
+        assert!(message.contains("256 MiB"), "{message}");
+    }
+    // And in English.
+    let (_, report) = grade_json(
+        &dir,
+        &["--group", "7.1", "--memory-limit", "256M", "--lang", "en"],
+    );
+    let test = &report["groups"][0]["tests"][0];
+    let message = test["message"].as_str().unwrap();
+    assert!(message.contains("256 MiB"), "{message}");
+}
+
+#[test]
+fn an_endless_loop_gets_the_timeout_verdict() {
+    let (_tmp, dir) = practice_ts();
+    write_ts_loop(&dir, &ts_starting_with(&ts_skeleton(), "for (;;) {}"));
+    let (code, report) = grade_json(&dir, &["--group", "7.1", "--timeout", "2"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_built(&report);
+    assert_eq!(group_status(&report, "plain-stop"), "timeout", "{report:#}");
+    for (_, test) in report_tests(&report) {
+        assert_eq!(test["status"], "timeout", "{test:#}");
+    }
+}
+
+/// Test processes (node running the harness) whose parent is not a pi-course: left behind by a grade.
+fn orphaned_test_processes() -> Vec<Proc> {
+    let all = processes();
+    all.iter()
+        .filter(|p| p.args.contains("harness/run.mjs") && !p.zombie)
+        .filter(|p| {
+            !all.iter()
+                .any(|parent| parent.pid == p.ppid && parent.args.contains("pi-course"))
+        })
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn stray_timers_and_exit_handlers_do_not_hold_the_grade_or_outlive_it() {
+    let (_tmp, dir) = practice_ts();
+    let stray = "setInterval(() => {}, 1000); void new Promise(() => {}); process.on(\"exit\", () => { for (;;) {} });";
+    let code = format!(
+        "{}\nsetInterval(() => {{}}, 1000);\n",
+        ts_starting_with(&ts_solution(), stray)
+    );
+    write_ts_loop(&dir, &code);
+    let (exit, report) = grade_json(&dir, &["--timeout", "3"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(
+        (exit, report["status"].as_str()),
+        (0, Some("pass")),
+        "every verdict arrived before the process was stopped: {report:#}"
+    );
+    assert_none_left(Duration::from_secs(3), orphaned_test_processes);
+}
