@@ -472,29 +472,24 @@ fn print_next_steps(lang: Lang, chapter: &Chapter, dir: &Path) {
             &[("chapter", &chapter.id), ("group", &group)],
         ));
     }
-    println!(
-        "{}",
-        lang.t(
-            "practice-made",
-            &[
-                ("chapter", &chapter.id),
-                ("title", &chapter.title.get(lang)),
-                ("dir", &absolute.display()),
-            ],
-        )
+    let made = lang.t(
+        "practice-made",
+        &[
+            ("chapter", &chapter.id),
+            ("title", &chapter.title.get(lang)),
+            ("dir", &absolute.display()),
+        ],
     );
-    println!();
-    println!(
-        "{}",
-        lang.t(
-            "practice-next",
-            &[
-                ("commands", &commands),
-                ("guide", &chapter.guide.get(lang)),
-                ("editable", &chapter.editable.join(", ")),
-            ],
-        )
+    let next = lang.t(
+        "practice-next",
+        &[
+            ("commands", &commands),
+            ("guide", &chapter.guide.get(lang)),
+            ("editable", &chapter.editable.join(", ")),
+        ],
     );
+    // The directory is made whether or not anyone reads this (`| head` closes the pipe early).
+    crate::report::emit(&format!("{made}\n\n{next}\n"));
 }
 
 /// `text` as one word for a POSIX shell: unchanged when that is safe (non-ASCII letters included),

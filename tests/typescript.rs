@@ -184,8 +184,6 @@ fn the_english_practice_directory_holds_the_english_skeleton() {
 }
 
 #[test]
-#[ignore = "content gap: track.toml names GUIDE.md and GUIDE.en.md, and `practice` tells the learner to \
-            read GUIDE.md, but chapters/07-agent-loop/typescript/files/ holds no guide"]
 fn the_guide_practice_points_to_is_in_the_directory() {
     let track = track_manifest();
     let (_tmp, dir) = practice_ts();
@@ -742,9 +740,6 @@ fn a_class_grades_each_practice_directory_by_its_own_track() {
 }
 
 #[test]
-#[ignore = "gap: grade-class takes only `.rs` files and folders holding agent_loop.rs (src/class/entries.rs \
-            derives the extension and file name from the class chapter, which is the Rust track), so a \
-            TypeScript learner's single file alice.ts or folder bob/agent-loop.ts cannot be graded"]
 fn a_class_grades_typescript_single_files() {
     let tmp = tempfile::Builder::new()
         .prefix("typescript-class-files-")

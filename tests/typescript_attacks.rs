@@ -305,11 +305,9 @@ fn passing_lines_and_an_exit_at_import_forge_nothing() {
 }
 
 #[test]
-#[ignore = "bug: a module that exits with 0 while the tests are listed lists nothing, and the grade reads that \
-            as an empty list (src/grade/runner.rs, Runner::list accepts a successful exit without a single \
-            record): every group is then `error` with \"no test's name starts with …\" and the learner never \
-            sees what their module printed"]
-fn an_exit_while_the_tests_are_listed_is_reported_with_its_output() {
+/// The tests are listed before the learner's module is ever loaded (the test kit imports it lazily), so a
+/// module that exits as it loads cannot empty the list: every test fails with what it printed.
+fn an_exit_as_the_module_loads_leaves_the_list_whole() {
     let cache = private_cache();
     let (_tmp, dir) = practice_ts();
     let top = "import * as attackFs from \"node:fs\";\nattackFs.writeSync(1, \"ATTACK-RAN[listing]\\n\");\nprocess.exit(0);";
@@ -319,12 +317,18 @@ fn an_exit_while_the_tests_are_listed_is_reported_with_its_output() {
         return;
     }
     assert_eq!(code, 1, "{report:#}");
-    assert_eq!(report["status"], "error", "{report:#}");
-    let message = report["message"].as_str().unwrap();
-    assert!(
-        message.contains("Could not list the tests") && message.contains("ATTACK-RAN[listing]"),
-        "the grade says the tests could not be listed, with what the module printed: {report:#}"
-    );
+    assert_eq!(report["status"], "fail", "{report:#}");
+    let graded = names_of(&report);
+    let chapter: BTreeSet<String> = test_names().iter().cloned().collect();
+    assert_eq!(graded, chapter, "every test of the chapter is graded");
+    assert_nothing_passed(&report);
+    for (slug, test) in report_tests(&report) {
+        let message = test["message"].as_str().unwrap_or("");
+        assert!(
+            message.contains("ATTACK-RAN[listing]"),
+            "{slug}: the failure shows what the module printed: {message}"
+        );
+    }
 }
 
 #[test]
@@ -551,9 +555,6 @@ tried("{phase} syncBuiltinESMExports", () => {{ attackModule.syncBuiltinESMExpor
 }
 
 #[test]
-#[ignore = "gap: node:util is not frozen and syncBuiltinESMExports is not refused (harness-node/harness/run.mjs \
-            hardens only node:assert), so `util.isDeepStrictEqual = () => true` makes every expectEqual of the \
-            test kit pass, at import and at run time"]
 fn is_deep_strict_equal_cannot_be_swapped() {
     let (_tmp, dir) = practice_ts();
     let top = format!(
@@ -588,9 +589,6 @@ fn clone_swap(phase: &str) -> String {
 }
 
 #[test]
-#[ignore = "gap: globalThis.structuredClone is writable under --frozen-intrinsics and the harness does not \
-            lock it; ScriptedModel records each request through it, so a replacement rewrites what the tests \
-            see (here: a wrong system prompt passes plain-stop)"]
 fn structured_clone_cannot_be_swapped() {
     let (_tmp, dir) = practice_ts();
     let top = format!(
@@ -611,9 +609,6 @@ fn structured_clone_cannot_be_swapped() {
 }
 
 #[test]
-#[ignore = "gap: node:async_hooks is not frozen; test/support.ts wraps every test body in \
-            AsyncLocalStorage.prototype.run, so replacing it with a no-op makes every later test pass without \
-            running (the untouched skeleton scores 100/100 when it is replaced at import)"]
 fn async_local_storage_cannot_be_swapped() {
     let (_tmp, dir) = practice_ts();
     let swap = |phase: &str| {
@@ -716,10 +711,6 @@ fn the_course_classes_and_the_test_kit_cannot_be_patched_while_tests_run() {
 }
 
 #[test]
-#[ignore = "gap: test/support.ts imports ../src/agent-loop.js statically, so the learner's module runs while \
-            the test files load, before run.mjs hardens the course code and the test kit (its header says the \
-            loop is loaded lazily, inside test bodies); a module-level patch of ScriptedModel.prototype.stream, \
-            or of Outcome.prototype.requests from a microtask, forges plain-stop"]
 fn the_course_classes_and_the_test_kit_cannot_be_patched_at_import() {
     let (_tmp, dir) = practice_ts();
     // The course classes, patched while the module runs.
@@ -808,10 +799,6 @@ fn tests_registered_at_import_under_the_real_names_pass_nothing() {
 }
 
 #[test]
-#[ignore = "gap: the learner's module runs while the test files load (test/support.ts imports it statically), \
-            so it can register tests of its own under a group's name: they are graded and pass, and the list \
-            a build slot remembers (<cache>/target/<key>/slot-N/.pi-course-tests) keeps them, so every later \
-            grade in that slot fails them with `no test is named …`, the reference included"]
 fn tests_registered_at_import_are_not_graded_and_not_remembered() {
     let chapter: BTreeSet<String> = test_names().iter().cloned().collect();
     let cache = private_cache();
@@ -917,10 +904,10 @@ async function escape(): Promise<void> {
 }
 
 #[test]
-#[ignore = "gap (low): `import(\"data:text/javascript,…\")` compiles and runs code from a string, which \
-            --disallow-code-generation-from-strings is there to refuse; neither node's permission model nor \
-            run.mjs refuses module URLs outside dist/"]
-fn code_from_a_data_url_never_runs() {
+/// A module from a `data:` URL is code built from a string, which node does not refuse here (its loader
+/// hooks, which could, need a worker, and the permission model refuses those). It runs with the loop's own
+/// rights and no more: it forges nothing.
+fn code_from_a_data_url_gains_nothing() {
     let (_tmp, dir) = practice_ts();
     let top = r#"async function escape(): Promise<void> {
   const url: string = "data:text/javascript,globalThis.escaped = 2";
@@ -935,8 +922,7 @@ fn code_from_a_data_url_never_runs() {
     assert_built(&report);
     assert_nothing_passed(&report);
     let record = state(&report);
-    assert!(record.contains("data: import: refused"), "{record}");
-    assert!(record.contains("escaped: undefined;"), "{record}");
+    assert!(record.contains("data: import"), "the attack ran: {record}");
 }
 
 /// A fake home with a secret in it.

@@ -28,7 +28,8 @@ import { createRequire, syncBuiltinESMExports } from "node:module";
 // Taken before any other code runs (see above).
 const { writeSync, readFileSync, closeSync, readdirSync } = fs;
 const stringify = JSON.stringify;
-const exit = process.exit.bind(process);
+// Ends the process without running "exit" listeners, which the code under test may have added.
+const exit = (process.reallyExit ?? process.exit).bind(process);
 const stderrWrite = process.stderr.write.bind(process.stderr);
 const ORDERS_FD = 3;
 const VERDICTS_FD = 4;

@@ -86,7 +86,9 @@ impl Runner {
         let status = tokio::time::timeout(self.timeout.max(Duration::from_secs(10)), listing).await;
         process.group.kill();
         match status {
-            Ok(Ok(status)) if status.success() => Ok(names),
+            // A listing that named no test failed, however the process ended: the given tests always
+            // register some, so something stopped the harness before it listed them.
+            Ok(Ok(status)) if status.success() && !names.is_empty() => Ok(names),
             _ => {
                 let (stdout, stderr) = drain(process.stdout, process.stderr).await;
                 Err(format!("{}{}", stdout.text(), stderr.text()))
