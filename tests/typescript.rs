@@ -761,3 +761,45 @@ fn a_class_grades_typescript_single_files() {
         );
     }
 }
+
+/// The guarantee the graded harness rests on: the test files never load the learner's module as they
+/// load (only `import type`, which compiles to nothing; the test kit imports it lazily, inside test
+/// bodies), so every test is registered and sealed before any learner code runs.
+#[test]
+fn the_test_files_load_the_learners_module_only_lazily() {
+    let dir = chapter_dir().join("typescript/files/test");
+    let mut checked = 0;
+    for entry in fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = fs::read_to_string(&path).unwrap();
+        let mut statement = String::new();
+        for line in text.lines() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            statement.push_str(line);
+            statement.push('\n');
+            if !line.trim_end().ends_with(';') {
+                continue;
+            }
+            let is_static_import = statement.trim_start().starts_with("import ")
+                || statement.trim_start().starts_with("export ");
+            if is_static_import && statement.contains("agent-loop.js\"") {
+                let kept = statement.trim_start();
+                assert!(
+                    kept.starts_with("import type ") || kept.starts_with("export type "),
+                    "{} loads the learner's module as it loads:\n{statement}",
+                    path.display()
+                );
+            }
+            statement.clear();
+        }
+        checked += 1;
+    }
+    assert!(checked >= 7, "the test files and the kit");
+    let kit = fs::read_to_string(dir.join("support.ts")).unwrap();
+    assert!(
+        kit.contains("import(\"../src/agent-loop.js\")"),
+        "the kit imports the loop lazily"
+    );
+}
