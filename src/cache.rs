@@ -39,8 +39,8 @@ pub fn default_root() -> Option<PathBuf> {
     dirs::cache_dir().map(|base| base.join("pi-course"))
 }
 
-/// The name of a chapter's build directory: `<id>-<12 hex>`, the hash taken over the given files (paths
-/// and bytes) and the editable paths. Equal given files, equal directory, whichever practice directory.
+/// The name of a chapter's build directory: `<id>-<12 hex>` (`<id>.<track>-<12 hex>` for a track other
+/// than Rust), the hash taken over the given files (paths and bytes) and the editable paths. Equal given files, equal directory, whichever practice directory.
 pub fn build_key(chapter: &Chapter) -> String {
     let mut hash = Sha256::new();
     for f in chapter.given_files() {
@@ -59,7 +59,12 @@ pub fn build_key(chapter: &Chapter) -> String {
         .take(6)
         .map(|b| format!("{b:02x}"))
         .collect();
-    format!("{}-{hex}", chapter.id)
+    // A track's builds are kept apart from the chapter's other tracks' (and never removed as their stale
+    // versions, see `remove_stale`): `07-<hash>` for Rust, `07.typescript-<hash>`.
+    match chapter.track {
+        crate::catalog::Track::Rust => format!("{}-{hex}", chapter.id),
+        track => format!("{}.{}-{hex}", chapter.id, track.name()),
+    }
 }
 
 /// Build slots per key for `grade` and `watch`: one for the practice directory a learner works in, one
@@ -511,5 +516,22 @@ mod tests {
             assert!(work.join("08-old").is_dir(), "another chapter's stays");
             assert_ne!(new.target, busy.target, "each slot has its own target");
         });
+    }
+
+    #[test]
+    fn one_track_never_removes_the_other_tracks_builds() {
+        let root = tempfile::tempdir().unwrap();
+        let work = root.path().join("work");
+        let catalog = crate::catalog::Catalog::embedded();
+        let rust = catalog.chapter("07").unwrap().clone();
+        let ts = rust.with_track(crate::catalog::Track::TypeScript).unwrap();
+        let (rust_key, ts_key) = (build_key(&rust), build_key(&ts));
+        assert!(rust_key.starts_with("07-") && ts_key.starts_with("07.typescript-"));
+        runtime().block_on(async {
+            drop(empty_slot(root.path(), &rust_key, SLOTS).await);
+            drop(empty_slot(root.path(), &ts_key, SLOTS).await);
+            drop(empty_slot(root.path(), &rust_key, SLOTS).await);
+        });
+        assert!(work.join(&rust_key).is_dir() && work.join(&ts_key).is_dir());
     }
 }
