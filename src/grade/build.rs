@@ -182,14 +182,7 @@ async fn compile(
         target: req.target_dir.to_path_buf(),
         read: Vec::new(),
     };
-    let io_problem = |e: std::io::Error| Problem::Io {
-        what: "cargo".into(),
-        error: e.to_string(),
-    };
-    req.sandbox
-        .confine_build(&mut cmd, &paths)
-        .map_err(io_problem)?;
-    let (mut child, group) = process::spawn(&mut cmd).map_err(io_problem)?;
+    let (mut child, group) = spawn_confined(req, &mut cmd, &paths, "cargo")?;
     let stderr = tokio::spawn(process::capture(child.stderr.take().expect("piped stderr")));
     let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
 
@@ -260,6 +253,22 @@ async fn compile(
             output: cargo_output(&stderr),
         }),
     }
+}
+
+/// Starts a build command (`what` names it in errors) confined by the sandbox to `paths`, in its own
+/// process group.
+pub fn spawn_confined(
+    req: &BuildRequest<'_>,
+    cmd: &mut Command,
+    paths: &BuildPaths,
+    what: &str,
+) -> Result<(tokio::process::Child, process::ProcessGroup), Problem> {
+    let io_problem = |e: std::io::Error| Problem::Io {
+        what: what.into(),
+        error: e.to_string(),
+    };
+    req.sandbox.confine_build(cmd, paths).map_err(io_problem)?;
+    process::spawn(cmd).map_err(io_problem)
 }
 
 /// The file beside the target directory's executables that records the identity of the last one built.

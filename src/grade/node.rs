@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::OnceLock;
 
-use sha2::{Digest, Sha256};
 use tokio::process::Command;
 
 use super::build::BuildRequest;
@@ -113,16 +112,8 @@ fn dependencies_dir(req: &BuildRequest<'_>) -> Result<(PathBuf, Vec<u8>, Vec<u8>
         })
     };
     let (manifest, lock) = (read("package.json")?, read("package-lock.json")?);
-    let mut hash = Sha256::new();
-    hash.update((manifest.len() as u64).to_le_bytes());
-    hash.update(&manifest);
-    hash.update(&lock);
-    let hex: String = hash
-        .finalize()
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let both = [&(manifest.len() as u64).to_le_bytes()[..], &manifest, &lock].concat();
+    let hex = &crate::metadata::fingerprint(&both)[..16];
     Ok((req.cache.join("node").join(hex), manifest, lock))
 }
 
@@ -250,10 +241,7 @@ async fn compile(
         what: "tsc".into(),
         error: e.to_string(),
     };
-    req.sandbox
-        .confine_build(&mut cmd, &paths)
-        .map_err(io_problem)?;
-    let (child, group) = process::spawn(&mut cmd).map_err(io_problem)?;
+    let (child, group) = super::build::spawn_confined(req, &mut cmd, &paths, "tsc")?;
     let out = match tokio::time::timeout_at(deadline, child.wait_with_output()).await {
         Ok(out) => out.map_err(io_problem)?,
         Err(_) => {

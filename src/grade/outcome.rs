@@ -447,27 +447,11 @@ impl Problem {
                 lang.t("grade-missing-editable", &[("path", path)])
             }
             Problem::Compile { rendered, .. } => rendered.trim_end().to_string(),
-            Problem::Cargo { output } => {
-                format!(
-                    "{}\n{}",
-                    lang.t("grade-cargo-failed", &[]),
-                    output.trim_end()
-                )
-            }
+            Problem::Cargo { output } => with_output(lang.t("grade-cargo-failed", &[]), output),
             Problem::Toolchain { tool, output } => {
-                format!(
-                    "{}\n{}",
-                    lang.t("grade-toolchain-failed", &[("tool", tool)]),
-                    output.trim_end()
-                )
+                with_output(lang.t("grade-toolchain-failed", &[("tool", tool)]), output)
             }
-            Problem::List { output } => {
-                format!(
-                    "{}\n{}",
-                    lang.t("grade-list-failed", &[]),
-                    output.trim_end()
-                )
-            }
+            Problem::List { output } => with_output(lang.t("grade-list-failed", &[]), output),
             Problem::Io { what, error } => {
                 lang.t("grade-io-failed", &[("what", what), ("error", error)])
             }
@@ -480,6 +464,11 @@ impl Problem {
             Problem::NotASubmission { reason } => reason.clone(),
         }
     }
+}
+
+/// A failed tool's heading, then what it printed.
+fn with_output(heading: String, output: &str) -> String {
+    format!("{heading}\n{}", output.trim_end())
 }
 
 /// Which groups decide the verdict: the required ones, or the optional ones when nothing else was chosen.
