@@ -803,3 +803,32 @@ fn the_test_files_load_the_learners_module_only_lazily() {
         "the kit imports the loop lazily"
     );
 }
+
+/// `hint` and `status` read a TypeScript directory as such: the track's own hints (its code and commands,
+/// not the Rust track's), and its editable file.
+#[test]
+fn hint_and_status_speak_of_the_typescript_track() {
+    let (_tmp, dir) = practice_ts();
+    let (code, _) = grade_json(&dir, &[]);
+    assert_eq!(code, 1, "the skeleton fails");
+    let hint = run(&dir, &["hint"]);
+    assert!(hint.status.success(), "{}", describe(&hint));
+    let text = stdout(&hint);
+    assert!(
+        text.contains("7.1") && text.contains("structuredClone"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("todo!") && !text.contains("result().await"),
+        "{text}"
+    );
+    let hint = run(&dir, &["hint", "7.4", "--lang", "en"]);
+    assert!(stdout(&hint).contains("Promise.all"), "{}", describe(&hint));
+    let status = run(&dir, &["status"]);
+    assert!(status.status.success(), "{}", describe(&status));
+    let text = stdout(&status);
+    assert!(
+        text.contains("src/agent-loop.ts") && !text.contains("agent_loop.rs"),
+        "{text}"
+    );
+}
