@@ -7,10 +7,12 @@
 import type { RunReason } from "../src/agent-loop.js";
 import type { AssistantMessage } from "../src/message.js";
 import { text } from "../src/message.js";
+import { eventsFor } from "../src/scripted-model.js";
 import {
   benchDetails,
   call,
   callerMessages,
+  defaultMaxSteps,
   echo,
   expectEqual,
   msg,
@@ -18,6 +20,7 @@ import {
   type Outcome,
   roles,
   setup,
+  setupStreaming,
   test,
   textReply,
   toolUse,
@@ -295,4 +298,86 @@ test("取消与上限 › the model is called exactly maxSteps times when it kee
     expectEqual(out.result.steps, maxSteps, msg("steps 应等于 maxSteps", "steps must equal maxSteps"));
     out.assertEnds("maxSteps", `maxSteps = ${maxSteps}`);
   }
+});
+
+// 第五步：signal 只在两处检查：请求模型之前、一批结果写入之后。这里 abort 发生在模型流式输出期间，模型（像忽略
+// signal 的 provider 那样）仍以带调用的 toolUse 结束：这批调用照常执行（工具拿着已 abort 的 signal，自己决定
+// 是否提前停下），写入真实结果，然后在批次之后的检查处以 aborted 结束，不再请求模型。
+// Step 5: the signal is checked at two places only, before a model request and after a batch is written.
+// Here the abort comes while the model streams, and the model (as a provider that ignores the signal may)
+// still ends with toolUse and a call: that batch runs as usual (the tool holds the aborted signal and may
+// stop early on its own), its real result is written, and the check after the batch ends the run aborted,
+// with no further request.
+test("取消与上限 › an abort while the model streams is seen after the batch, not before it", async () => {
+  const theCall = call("c1", "lookup", {});
+  const message = toolUse([theCall]);
+  const run = setupStreaming([
+    [message, "live"],
+    [textReply("never requested"), undefined],
+  ]);
+  const bench = run.bench();
+  run.options.executor = bench.executor;
+  const live = run.live(0);
+  const [first, ...rest] = eventsFor(message);
+  const why = msg("每个模型事件一到就转发（第一步）", "forward each model event as it arrives (step 1)");
+  const out = await run.run(async () => {
+    await live.forward([first!], why);
+    run.controller.abort();
+    await live.forward(rest, why);
+    live.end();
+  });
+
+  expectEqual(
+    bench.started,
+    ["c1"],
+    msg(
+      "模型流式输出期间 abort，它仍要求了调用 c1：signal 只在请求模型前和一批结果写入后检查，所以这批调用照常执行（第五步）；不要在执行前再加一处检查",
+      "the abort came while the model streamed, and it still asked for c1: the signal is checked only before a request and after a batch, so the batch runs as usual (step 5); add no third check before it runs",
+    ),
+  );
+  expectEqual(
+    out.result.messages,
+    [...callerMessages(), message, okResult(theCall, benchDetails("c1"))],
+    msg(
+      "这批调用的真实结果照常写入，而不是 skipped 结果（第五步）",
+      "the batch's real result is written, not a skipped one (step 5)",
+    ),
+  );
+  expectEqual(
+    out.kinds().slice(-3),
+    ["tool_start(c1)", "tool_end(c1)", "turn_end(aborted)"],
+    msg(
+      "批次照常发 tool_start 和 tool_end，写入之后的检查才以 turn_end(aborted) 结束（第五步）",
+      "the batch emits tool_start and tool_end as usual; the check after it ends the run with turn_end(aborted) (step 5)",
+    ),
+  );
+  out.assertEnds("aborted", msg("模型流式输出期间取消", "aborted while the model streamed"));
+  expectEqual(
+    [out.model.calls, out.result.steps],
+    [1, 1],
+    msg("批次之后 signal 已 abort，不得再请求模型：[模型调用次数, steps] 应为 [1, 1]", "aborted after the batch, no further request: [model calls, steps] must be [1, 1]"),
+  );
+});
+
+// 第五步的缺省值：调用者没给 maxSteps 时上限是 DEFAULT_MAX_STEPS：模型一直要工具，就恰好被请求那么多次，
+// 以 maxSteps 结束。
+// Step 5 with the default: without the caller's maxSteps the limit is DEFAULT_MAX_STEPS: a model that
+// keeps using tools is asked exactly that many times, and the run ends maxSteps.
+test("取消与上限 › without maxSteps the limit is DEFAULT_MAX_STEPS", async () => {
+  const limit = await defaultMaxSteps();
+  const script = Array.from({ length: limit + 2 }, (_, i) => toolUse([echo(`t${i + 1}`)]));
+  const run = setup(script);
+  run.options.tools = run.countingTools();
+  delete run.options.maxSteps;
+  const out = await run.run();
+
+  expectEqual(
+    [out.model.calls, out.result.steps],
+    [limit, limit],
+    msg(
+      `没有 maxSteps 时上限是 DEFAULT_MAX_STEPS（${limit}）：[模型调用次数, steps] 应为 [${limit}, ${limit}]（第一、五步）`,
+      `without maxSteps the limit is DEFAULT_MAX_STEPS (${limit}): [model calls, steps] must be [${limit}, ${limit}] (steps 1 and 5)`,
+    ),
+  );
+  out.assertEnds("maxSteps", msg("用到缺省上限", "the default limit reached"));
 });

@@ -8,7 +8,7 @@
 //   npm run build && node --test --test-name-pattern="并发工具" dist/test/07-*.test.js
 
 import type { Message } from "../src/message.js";
-import { resultText, text } from "../src/message.js";
+import { resultText } from "../src/message.js";
 import {
   benchDetails,
   call,
@@ -21,6 +21,7 @@ import {
   msg,
   okResult,
   type Outcome,
+  progressReport,
   resultFor,
   roles,
   setup,
@@ -364,8 +365,8 @@ test("并发工具 › each call of a batch gets its own call, its own progress 
   expectEqual(
     out.events.progressReports().sort(),
     [
-      ["r1", [text("step 1 of 2")]],
-      ["r2", [text("step 1 of 2")]],
+      ["r1", progressReport()],
+      ["r2", progressReport()],
     ],
     msg(
       "批次中每个调用的进度都应以它自己的 id 发成 tool_progress，不能丢，也不能借用别的调用的 id（第四步）",

@@ -8,6 +8,7 @@ import { isDeepStrictEqual } from "node:util";
 import type { AssistantMessage } from "../src/message.js";
 import { text } from "../src/message.js";
 import type { ModelEvent } from "../src/model.js";
+import { eventsFor } from "../src/scripted-model.js";
 import {
   callerMessages,
   countingTools,
@@ -15,6 +16,7 @@ import {
   expectTrue,
   msg,
   Progress,
+  roles,
   setup,
   setupStreaming,
   streamedKinds,
@@ -229,3 +231,90 @@ test("纯文本 stop › a plain stop ends with one turn_end, one request and on
   );
 });
 
+
+// 第一步：先 for await 转发事件，再取 result()。真实 provider 边写边发：这里的流由测试逐个推送事件，每推一个就等
+// 循环转发它，最后才给出最终消息。先等 result() 或把事件攒到流结束才转发的循环，UI 在模型写完之前什么都看不到。
+// Step 1: forward the events with for await, then take result(). A real provider streams while it writes:
+// here the test pushes the events one by one, waiting for each to be forwarded, and gives the final
+// message only at the end. A loop that awaits result() first, or holds the events until the stream ends,
+// shows a UI nothing until the model has finished.
+test("纯文本 stop › each model event is forwarded while the stream is still open", async () => {
+  const reply = textReply("Here are the files.");
+  const run = setupStreaming([[reply, "live"]]);
+  const live = run.live(0);
+  const out = await run.run(async () => {
+    await live.forward(
+      eventsFor(reply),
+      msg(
+        "每个模型事件一到就转发：先 for await 读流并转发，流结束后才 await stream.result()；最终消息在流结束之前还不存在（第一步）",
+        "forward each model event as it arrives: read the stream with for await, and await stream.result() only after it ends; the final message does not exist before the stream ends (step 1)",
+      ),
+    );
+    live.end();
+  });
+
+  expectEqual(
+    out.kinds(),
+    [...streamedKinds(reply), "assistant_message", "turn_end(stop)"],
+    msg(
+      "事件顺序应为：流中全部 model_event → 一个 assistant_message → turn_end(stop)（第一步）",
+      "expected every model event, then one assistant_message, then turn_end(stop) (step 1)",
+    ),
+  );
+  expectEqual(
+    out.result.messages,
+    [...callerMessages(), reply],
+    msg("transcript 应是调用者历史加上最终 assistant（不变量 1）", "the transcript must be the caller's history plus the final assistant (invariant 1)"),
+  );
+});
+
+// 第一步：本次运行的 signal 作为 stream() 的第二个参数交给模型，provider 才能在 abort 时停止写作。
+// Step 1: the run's signal goes to the model as stream()'s second argument, so a provider can stop
+// writing when the run is aborted.
+test("纯文本 stop › the model's stream gets the run's signal", async () => {
+  const run = setup([textReply("Here are the files.")]);
+  const out = await run.run();
+  out.assertEnds("stop", msg("第一步", "step 1"));
+
+  const given = run.model.signals;
+  expectEqual(given.length, 1, msg("模型应恰好被请求一次", "the model must be asked exactly once"));
+  const signal = given[0];
+  expectTrue(
+    signal instanceof AbortSignal && !signal.aborted,
+    msg(
+      "model.stream() 没有收到一个未 abort 的 AbortSignal：把本次运行的 signal 作为第二个参数传进去（第一步）",
+      "model.stream() did not get a live AbortSignal: pass the run's signal as its second argument (step 1)",
+    ),
+  );
+  run.controller.abort();
+  expectTrue(
+    signal.aborted,
+    msg(
+      "abort 本次运行的 controller 后，模型拿到的 signal 没有 aborted：它要是本次运行的 signal（第一步）",
+      "the model's signal did not see the run aborted: it must be the run's signal (step 1)",
+    ),
+  );
+});
+
+// 第一步的缺省值：调用者不给 signal、maxSteps 和 onEvent 时，运行照常进行：signal 用一个永远不会 abort 的，
+// 事件不发给任何人。
+// Step 1's defaults: a caller that gives no signal, maxSteps or onEvent still gets a normal run: a signal
+// that never aborts, and events that go nowhere.
+test("纯文本 stop › a run without signal, maxSteps or onEvent uses the defaults", async () => {
+  const reply = textReply("Here are the files.");
+  const run = setup([reply]);
+  delete run.options.signal;
+  delete run.options.maxSteps;
+  delete run.options.onEvent;
+  const out = await run.run();
+
+  expectEqual(
+    [out.result.reason, out.result.steps, roles(out.result.messages)],
+    ["stop", 1, [...roles(callerMessages()), "assistant"]],
+    msg(
+      "没有 signal、maxSteps 和 onEvent 时运行也要照常完成：[reason, steps, transcript] 应为 [stop, 1, 历史 + assistant]；缺省值见第一步（signal 用一个永远不会 abort 的，maxSteps 用 DEFAULT_MAX_STEPS，没有 onEvent 就不发事件）",
+      "without signal, maxSteps or onEvent the run must still complete: [reason, steps, transcript] must be [stop, 1, history + assistant]; see the defaults of step 1 (a signal that never aborts, DEFAULT_MAX_STEPS, events that go nowhere)",
+    ),
+  );
+  expectEqual(out.result.messages.at(-1), reply, msg("最终消息来自 stream.result()", "the final message comes from stream.result()"));
+});

@@ -16,6 +16,7 @@ import {
   msg,
   okResult,
   Progress,
+  progressReport,
   resultFor,
   roles,
   setup,
@@ -64,20 +65,32 @@ test("单工具往返 › tool_start, tool_progress, tool_end, then the next req
   );
 });
 
-// 第二步：reportProgress 变成带 call id 和所报内容的 tool_progress，注入的 executor 也一样。
-// Step 2: reportProgress becomes a tool_progress event carrying the call id and the reported content,
-// also when the executor is injected.
-test("单工具往返 › progress is forwarded with the call id and its content", async () => {
+// 第二步：reportProgress 变成带 call id 和所报内容（两个文本块，原样）的 tool_progress，注入的 executor 也一样；
+// 它在工具还在运行时就发出：这里工具报告进度后停在 gate，测试看到 tool_progress 才放行它。
+// Step 2: reportProgress becomes a tool_progress event carrying the call id and the reported content (two
+// text blocks, as they are), also when the executor is injected; it goes out while the tool still runs:
+// here the tool reports, then waits at its gate, and the test releases it only once the tool_progress is out.
+test("单工具往返 › progress is forwarded with the call id and its content while the tool runs", async () => {
   const run = setup([toolUse([call("call-3", "report", {})]), textReply("ok")]);
-  run.options.executor = run.bench().executor;
-  const out = await run.run();
+  const bench = run.bench(["call-3"]);
+  run.options.executor = bench.executor;
+  const out = await run.run(async () => {
+    await run.events.waitFor(
+      "tool_progress(call-3)",
+      msg(
+        "工具报告了进度、仍在运行，此时就应发出 tool_progress(call-3)：reportProgress 一被调用就发事件，不要攒到工具结束（第二步）",
+        "the tool reported progress and still runs: tool_progress(call-3) goes out now, as reportProgress is called, not held until the tool ends (step 2)",
+      ),
+    );
+    bench.release("call-3");
+  });
 
   expectEqual(
     out.events.progressReports(),
-    [["call-3", [text("step 1 of 2")]]],
+    [["call-3", progressReport()]],
     msg(
-      "reportProgress 必须转成带 call id 的 tool_progress（toolCallId），内容原样（第二步）",
-      "progress must become a tool_progress with the call id (toolCallId) and the same content (step 2)",
+      "reportProgress 必须转成带 call id 的 tool_progress（toolCallId），内容原样：每个文本块都在，不合并、不截取（第二步）",
+      "progress must become a tool_progress with the call id (toolCallId) and the same content: every text block, neither joined nor cut (step 2)",
     ),
   );
 });
@@ -117,6 +130,35 @@ test("单工具往返 › the executor gets the call and the run's signal", asyn
     msg(
       "abort 本次运行的 controller 后，executor 的 signal 没有 aborted：signal 要原样交给 executor（第二步）",
       "the executor's signal did not see the run aborted: pass the run's signal to the executor (step 2)",
+    ),
+  );
+});
+
+// 第二步的缺省值：调用者没给 signal 时，executor 仍拿到一个 AbortSignal，它永远不会 abort（也没有 onEvent）。
+// Step 2 with the defaults: when the caller gives no signal, the executor still gets an AbortSignal, one
+// that never aborts (and there is no onEvent either).
+test("单工具往返 › without the caller's signal the executor gets one that never aborts", async () => {
+  const run = setup([toolUse([call("call-7", "lookup", {})]), textReply("ok")]);
+  const bench = run.bench();
+  run.options.executor = bench.executor;
+  delete run.options.signal;
+  delete run.options.onEvent;
+  const out = await run.run();
+
+  expectEqual(
+    [out.result.reason, roles(out.result.messages)],
+    ["stop", [...roles(callerMessages()), "assistant", "toolResult(call-7)", "assistant"]],
+    msg(
+      "没有 signal 和 onEvent 时，工具往返也要照常完成（第一步的缺省值）",
+      "without signal or onEvent the round trip must still complete (the defaults of step 1)",
+    ),
+  );
+  const given = bench.contexts.map((context) => context.signal);
+  expectTrue(
+    given.length === 1 && given[0] instanceof AbortSignal && !given[0].aborted,
+    msg(
+      "调用者没给 signal，executor 的 context.signal 却不是一个未 abort 的 AbortSignal：缺省时用一个永远不会 abort 的 signal，也交给 executor（第一、二步）",
+      "the caller gave no signal, and the executor's context.signal is not a live AbortSignal: default to a signal that never aborts, and hand that one to the executor (steps 1 and 2)",
     ),
   );
 });
@@ -335,11 +377,15 @@ test("单工具往返 › a round trip runs the tool once and stops after two st
   );
 });
 
-// 第一步：循环只在开始时读一次调用者的 context。工具运行期间调用者改了它（加一条消息、换 systemPrompt、
-// 甚至换掉整个数组），这些改动不会进入本次运行的下一次请求。
-// Step 1: the loop reads the caller's context once, at the start. What the caller changes while a tool
-// runs (a new message, a new systemPrompt, even a new array) does not reach the run's next request.
-test("单工具往返 › the caller's context is copied once, and later changes stay out of the run", async () => {
+// 第一步：循环在开始时复制一次调用者的 messages，之后的请求都由本次运行的 transcript 构成。工具运行期间调用者
+// 改了自己的消息（加一条消息，甚至换掉整个数组），这些改动不会进入本次运行的下一次请求。（system prompt 不在此列：
+// 本章的请求写作 systemPrompt: options.context.systemPrompt，开始时复制一次或每次请求时读取都可以。）
+// Step 1: the loop copies the caller's messages once, at the start, and builds every request from the
+// run's transcript. What the caller changes in its messages while a tool runs (a new message, even a new
+// array) does not reach the run's next request. (Not the system prompt: the chapter writes the request as
+// systemPrompt: options.context.systemPrompt, so copying it at the start and reading it per request are
+// both right.)
+test("单工具往返 › the caller's messages are copied once, and later changes stay out of the run", async () => {
   const run = setup([toolUse([call("call-1", "lookup", {})]), textReply("done")]);
   const bench = run.bench(["call-1"]);
   run.options.executor = bench.executor;
@@ -349,7 +395,6 @@ test("单工具往返 › the caller's context is copied once, and later changes
       msg("toolUse 回合的调用应交给注入的 executor", "the call must reach the injected executor"),
     );
     run.context.messages.push(userMessage("a note the UI added during the run"));
-    run.context.systemPrompt = "A system prompt the UI set during the run.";
     run.context.messages = [...run.context.messages, userMessage("a whole new array")];
     bench.release("call-1");
   });
@@ -360,14 +405,6 @@ test("单工具往返 › the caller's context is copied once, and later changes
     msg(
       "第二次请求应只基于开始时的副本和本次运行的 transcript，调用者后来加入的消息不属于本次运行（第一步）",
       "the second request must come from the run's own copy, not re-read from the caller's context (step 1)",
-    ),
-  );
-  expectEqual(
-    out.requests()[1]?.systemPrompt,
-    SYSTEM_PROMPT,
-    msg(
-      "第二次请求的 systemPrompt 应来自开始时的副本：调用者在运行中改了它，这不属于本次运行（第一步）",
-      "the second request's systemPrompt must come from the copy taken at the start: the caller changed it during the run, which is not this run's (step 1)",
     ),
   );
 });

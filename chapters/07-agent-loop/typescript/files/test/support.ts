@@ -60,6 +60,12 @@ function learnerLoop(): Promise<typeof import("../src/agent-loop.js")> {
   return learnerModule;
 }
 
+// 公共表面的 DEFAULT_MAX_STEPS，在测试运行时才从学习者的模块取。
+// The public surface's DEFAULT_MAX_STEPS, taken from the learner's module only when a test runs.
+export async function defaultMaxSteps(): Promise<number> {
+  return (await learnerLoop()).DEFAULT_MAX_STEPS;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 注册测试 / Registering tests
 // ---------------------------------------------------------------------------------------------
@@ -475,11 +481,13 @@ export function fakeToolParameters(): Record<string, unknown> {
   return { type: "object", properties: { text: { type: "string" } }, required: ["text"] };
 }
 
-// 含 echo 和 write 的 registry，两者都只给 runs 加一：不写文件，不启动进程。
-// A registry holding `echo` and `write`, both only counting into `runs`: no file written, no process started.
+// 含 write 和 echo 的 registry（按这个顺序注册，不是字母序：请求里的定义要保持注册顺序），两者都只给 runs 加一：
+// 不写文件，不启动进程。
+// A registry holding `write` and `echo` (registered in that order, not alphabetical: a request keeps the
+// registration order), both only counting into `runs`: no file written, no process started.
 export function countingTools(progress: Progress, runs: Counter = { count: 0 }): ToolRegistry {
   const registry = new ToolRegistry();
-  for (const name of ["echo", "write"]) {
+  for (const name of ["write", "echo"]) {
     registry.register({
       definition: {
         name,
@@ -520,6 +528,13 @@ export class DiskFull extends Error {
   }
 }
 
+// report 工具报告的进度：两个文本块，循环要原样转发（不合并，不截取）。
+// The progress the `report` tool reports: two text blocks, which the loop forwards as they are (neither
+// joined nor cut).
+export function progressReport(): TextContent[] {
+  return [text("step 1 of 2: "), text("reading a.ts")];
+}
+
 interface Deferred {
   promise: Promise<void>;
   resolve: () => void;
@@ -540,7 +555,9 @@ function deferred(): Deferred {
 //   crash:       未被 gate 时同步 throw new Error(CRASH_TEXT)，不返回 Promise；被 gate 时放行后 reject 同一个错误
 //                / not gated: throws Error(CRASH_TEXT) synchronously, no promise returned; gated: rejects with it;
 //   crash_value: reject 一个不是 Error 的值（字符串）/ rejects with a value that is not an Error (a string);
-//   report:      报告一次进度再正常返回 / reports progress once, then returns normally;
+//   report:      先报告一次进度（两个文本块），再等 gate（若有），然后正常返回；测试可以在它完成之前看到进度
+//                / reports progress once (two text blocks) before waiting at its gate (if any), then returns
+//                normally, so a test can see the progress before the call finishes;
 //   cancel_run:  abort 本次运行的 controller 再正常返回 / aborts the run's controller, then returns normally;
 //   其他 / other: 正常结果 okResult(call, benchDetails(id)) / a normal result.
 export class Bench {
@@ -573,6 +590,7 @@ export class Bench {
   async #finish(call: ToolCall, context: ToolContext): Promise<ToolResultMessage> {
     // 真实工具的进度和结果总是晚于调用本身：先让出一次。/ A real tool reports and returns after the call: yield once.
     await null;
+    if (call.name === "report") context.reportProgress(progressReport());
     const gate = this.#gates.get(call.id);
     if (gate !== undefined) {
       await gate.promise;
@@ -586,9 +604,6 @@ export class Bench {
           throw new Error(CRASH_TEXT);
         case "crash_value":
           throw `kaboom ${call.id} (${THROW_MARKER})`;
-        case "report":
-          context.reportProgress([text("step 1 of 2")]);
-          break;
         case "cancel_run":
           this.controller.abort();
           break;
@@ -623,28 +638,98 @@ export class Bench {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 由测试推动的模型流 / A model stream the test drives
+// ---------------------------------------------------------------------------------------------
+
+// 像真实 provider 那样边写边发的一轮：循环请求这一轮时流才打开；测试推一个事件，就等循环把它转发成
+// model_event，再推下一个；最终消息最后才给出。所以只有在流还开着时就逐个转发事件的循环才能走下去：
+// 先等 result() 的循环，或把事件攒到流结束才发的循环，会停在第一个事件上。
+// A turn written while it streams, as a real provider does: the stream opens when the loop requests the
+// turn; the test pushes one event, waits until the loop has forwarded it as a model_event, then pushes the
+// next; the final message comes last. Only a loop that forwards each event while the stream is still open
+// gets through: one that awaits result() first, or holds the events until the stream ends, stops at the
+// first event.
+export class LiveTurn {
+  #stream: EventStream<ModelEvent, AssistantMessage> | undefined;
+  #pushed = 0;
+
+  constructor(
+    private readonly progress: Progress,
+    private readonly events: Recorder,
+    // 这一轮的最终消息（end() 给出）。/ The turn's final message (given by end()).
+    readonly message: AssistantMessage,
+  ) {}
+
+  // 模型收到这一轮的请求时调用。/ Called when the model gets this turn's request.
+  open(): EventStream<ModelEvent, AssistantMessage> {
+    this.#stream = new EventStream<ModelEvent, AssistantMessage>();
+    this.progress.tick();
+    return this.#stream;
+  }
+
+  // 推出 events 中的每个事件，每推一个就等循环把它转发出去；循环先停止进展则带着 why 失败。
+  // Pushes each of `events`, waiting after each one until the loop has forwarded it; fails with `why` on
+  // a stall.
+  async forward(events: readonly ModelEvent[], why: string): Promise<void> {
+    await this.progress.until(
+      () => this.#stream !== undefined,
+      STEP_QUIET_MS,
+      () =>
+        `${msg(
+          `等待这一轮的模型请求超时：${seconds(STEP_QUIET_MS)} 秒内循环没有任何进展`,
+          `timed out waiting for this turn's model request: the loop made no progress for ${seconds(STEP_QUIET_MS)} s`,
+        )}\n  ${msg("已发生的事件", "events so far")}: ${this.events.summary()}`,
+    );
+    const forwarded = () => this.events.count("model_event");
+    const base = forwarded() - this.#pushed;
+    for (const event of events) {
+      this.#stream!.push(structuredClone(event));
+      this.#pushed += 1;
+      this.progress.tick();
+      const wanted = base + this.#pushed;
+      await this.progress.until(
+        () => forwarded() >= wanted,
+        STEP_QUIET_MS,
+        () =>
+          `${msg(
+            `模型流还开着，已推出事件 ${event.type}，循环却没有把它转发成 model_event（${seconds(STEP_QUIET_MS)} 秒内没有任何进展）`,
+            `the model stream is still open and pushed ${event.type}, yet the loop has not forwarded it as a model_event (no progress for ${seconds(STEP_QUIET_MS)} s)`,
+          )}\n  ${why}\n  ${msg("已发生的事件", "events so far")}: ${this.events.summary()}`,
+      );
+    }
+  }
+
+  // 给出最终消息，关闭流。/ Gives the final message and closes the stream.
+  end(): void {
+    this.#stream!.end(structuredClone(this.message));
+    this.progress.tick();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // 有界的运行器 / The bounded runner
 // ---------------------------------------------------------------------------------------------
 
 // 把每个请求交给 ScriptedModel（由它记录），给有自定义事件的回合流出测试自己的事件，
 // 并拦住一直请求下去的循环。
 // Hands every request to the ScriptedModel (which records it), streams the test's own events for a turn
-// that has them, and stops a loop that would request forever.
+// that has them (or opens the test's live stream), and stops a loop that would request forever.
 export class Guarded implements Model {
   // 循环拿到的就是这个对象，所以状态都在私有字段里，对象本身冻结：循环改不了测试据以判断的记录。
   // The loop is handed this very object, so its state lives in private fields and the object is frozen:
   // the loop cannot rewrite the records the tests judge it by.
   readonly #sentCallersArray: boolean[] = [];
+  readonly #signals: (AbortSignal | undefined)[] = [];
   readonly #scripted: ScriptedModel;
   readonly #script: AssistantMessage[];
-  readonly #streams: (ModelEvent[] | undefined)[];
+  readonly #streams: (ModelEvent[] | LiveTurn | undefined)[];
   readonly #callersArray: Message[];
   readonly #progress: Progress;
 
   constructor(
     scripted: ScriptedModel,
     script: AssistantMessage[],
-    streams: (ModelEvent[] | undefined)[],
+    streams: (ModelEvent[] | LiveTurn | undefined)[],
     callersArray: Message[],
     progress: Progress,
   ) {
@@ -664,6 +749,11 @@ export class Guarded implements Model {
   // 每次请求的 messages 是不是调用者自己的数组。/ Per request: was `messages` the caller's own array?
   get sentCallersArray(): boolean[] {
     return [...this.#sentCallersArray];
+  }
+
+  // 每次请求时 stream() 收到的 signal（第二个参数）。/ Per request: the signal stream() was given (its second argument).
+  get signals(): (AbortSignal | undefined)[] {
+    return [...this.#signals];
   }
 
   stream(request: ModelRequest, signal?: AbortSignal): EventStream<ModelEvent, AssistantMessage> {
@@ -686,8 +776,10 @@ export class Guarded implements Model {
       throw new Error(message);
     }
     this.#sentCallersArray.push(request.messages === this.#callersArray);
+    this.#signals.push(signal);
     const scripted = this.#scripted.stream(request, signal);
     const events = this.#streams[calls];
+    if (events instanceof LiveTurn) return events.open();
     const last = this.#script[calls];
     if (events === undefined || last === undefined) return scripted;
     const stream = new EventStream<ModelEvent, AssistantMessage>();
@@ -708,13 +800,17 @@ export class Setup {
   readonly callersArray = this.context.messages;
   readonly model: Guarded;
   readonly options: AgentLoopOptions;
+  readonly #live: (LiveTurn | undefined)[];
 
-  constructor(turns: [AssistantMessage, ModelEvent[] | undefined][]) {
+  constructor(turns: [AssistantMessage, ModelEvent[] | "live" | undefined][]) {
     // 模型拿到的是副本：循环改了它返回的消息，也改不到测试手里的期望值。
     // The model gets copies: a loop that changes a message it was given cannot change the test's expectations.
     const script = structuredClone(turns.map(([message]) => message));
     const scripted = new ScriptedModel(structuredClone(script));
-    const streams = turns.map(([, events]) => events);
+    this.#live = turns.map(([message, events]) =>
+      events === "live" ? new LiveTurn(this.progress, this.events, structuredClone(message)) : undefined,
+    );
+    const streams = turns.map(([, events], n) => (events === "live" ? this.#live[n] : events));
     this.model = new Guarded(scripted, script, streams, this.callersArray, this.progress);
     this.options = {
       context: this.context,
@@ -723,6 +819,13 @@ export class Setup {
       signal: this.controller.signal,
       onEvent: this.events.sink,
     };
+  }
+
+  // 第 n 轮（从 0 数）的 live 流：setupStreaming 里标为 "live" 的那一轮。/ The live stream of turn n (from 0).
+  live(n: number): LiveTurn {
+    const turn = this.#live[n];
+    if (turn === undefined) throw new Error(`turn ${n} is not live`);
+    return turn;
   }
 
   bench(gatedIds: readonly string[] = []): Bench {
@@ -807,11 +910,13 @@ export function setup(script: AssistantMessage[]): Setup {
 }
 
 // 同 setup，但给了事件的回合流出的正是这些事件（不是 ScriptedModel 推导的），最后仍以脚本消息结束：
-// 测试用它做出 partial 与最终消息不同的流，真实 provider 就可能这样。
+// 测试用它做出 partial 与最终消息不同的流，真实 provider 就可能这样。标为 "live" 的回合由测试逐个推送
+// （见 LiveTurn，用 setup.live(n) 取得）。
 // Like setup, but a turn given with events streams exactly those events (not the ones ScriptedModel
 // derives), then still ends with the scripted final message: a stream whose partials differ from its
-// final message, as a real provider's may.
-export function setupStreaming(turns: [AssistantMessage, ModelEvent[] | undefined][]): Setup {
+// final message, as a real provider's may. A turn marked "live" is pushed by the test, event by event
+// (see LiveTurn, reached with setup.live(n)).
+export function setupStreaming(turns: [AssistantMessage, ModelEvent[] | "live" | undefined][]): Setup {
   return new Setup(turns);
 }
 

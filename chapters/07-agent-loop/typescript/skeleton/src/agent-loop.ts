@@ -41,8 +41,8 @@ export interface AgentRunResult {
   steps: number;
 }
 
-// 调用者的对话。循环只在开始时读一次，从不写它。
-// The caller's conversation. The loop reads it once, at the start, and never writes to it.
+// 调用者的对话。循环在开始时复制一次它的 messages，从不写它。
+// The caller's conversation. The loop copies its messages once, at the start, and never writes to it.
 export interface AgentContext {
   systemPrompt: string;
   messages: Message[];
