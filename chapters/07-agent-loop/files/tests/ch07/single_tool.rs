@@ -443,9 +443,11 @@ async fn a_round_trip_runs_the_tool_once_and_stops_after_two_steps() {
     );
 }
 
-/// Step 1: the loop snapshots the caller's context once. While a tool runs, the caller can still lock
-/// and read it (the loop holds no lock across an await), sees it unchanged, and what the caller changes
-/// during the run (a new message, a new system prompt) does not leak into the run's next request.
+/// Step 1: the loop snapshots the caller's messages once. While a tool runs, the caller can still lock
+/// and read the context (the loop holds no lock across an await), sees it unchanged, and a message the
+/// caller adds during the run does not leak into the run's next request. (Not the system prompt: the
+/// chapter writes the request as `systemPrompt: options.context.systemPrompt`, so copying it at the start
+/// and reading it for each request are both right.)
 async fn the_shared_context_is_snapshotted_once_and_stays_readable_while_a_tool_runs() {
     let mut run = setup(vec![
         tool_use(vec![call("call-1", "lookup", json!({}))]),
@@ -487,7 +489,6 @@ async fn the_shared_context_is_snapshotted_once_and_stays_readable_while_a_tool_
                 shared
                     .messages
                     .push(Message::user("a note the UI added during the run"));
-                shared.system_prompt = "A system prompt the UI set during the run.".into();
             }
             b.release("call-1");
         }))
@@ -503,17 +504,6 @@ async fn the_shared_context_is_snapshotted_once_and_stays_readable_while_a_tool_
         msg!(
             "第二次请求应只基于开始时的快照和本次运行的 transcript，调用者后来加入的消息不属于本次运行（第一步）",
             "the second request must come from the run's own copy, not re-read from the shared context (step 1)"
-        )
-    );
-    let prompt = out.requests().get(1).map(|r| r.system_prompt.clone());
-    assert_eq!(
-        prompt.as_deref(),
-        Some(SYSTEM_PROMPT),
-        "{}",
-        msg!(
-            "第二次请求的 system prompt 应来自开始时的快照：调用者在运行中改了它，这不属于本次运行（第一步）",
-            "the second request's system prompt must come from the snapshot taken at the start: the caller \
-             changed it during the run, which is not this run's (step 1)"
         )
     );
 }
