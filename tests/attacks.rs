@@ -15,27 +15,6 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use support::*;
 
-const ALLOW_UNSANDBOXED: &str = "PI_COURSE_TESTS_ALLOW_UNSANDBOXED";
-
-/// True when the grade's report says learner code ran confined. Without the sandbox, fails the test
-/// (naming the reason and the opt-out), or, opted out, says the attack test was skipped.
-fn sandboxed(report: &Value) -> bool {
-    if report["sandbox"]["active"] == Value::Bool(true) {
-        return true;
-    }
-    let reason = report["sandbox"]["reason"].as_str().unwrap_or("unknown");
-    if std::env::var_os(ALLOW_UNSANDBOXED).is_some_and(|v| v == "1") {
-        eprintln!(
-            "attack test skipped: the sandbox is unavailable ({reason}); {ALLOW_UNSANDBOXED}=1"
-        );
-        return false;
-    }
-    panic!(
-        "the sandbox is unavailable on this machine ({reason}): the attack tests cannot prove anything \
-         here. Run them on Linux with Landlock, or set {ALLOW_UNSANDBOXED}=1 to skip them."
-    );
-}
-
 /// The skeleton with `statement` run first thing in `run_agent_loop`.
 fn skeleton_starting_with(statement: &str) -> String {
     let signature = "pub async fn run_agent_loop(options: AgentLoopOptions) -> AgentRunResult {\n";

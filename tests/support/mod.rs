@@ -691,3 +691,25 @@ pub fn report_tests(json: &Value) -> Vec<(String, &Value)> {
         })
         .collect()
 }
+
+/// The attack tests prove a defence only where the sandbox runs.
+pub const ALLOW_UNSANDBOXED: &str = "PI_COURSE_TESTS_ALLOW_UNSANDBOXED";
+
+/// True when the grade's report says learner code ran confined. Without the sandbox, fails the test
+/// (naming the reason and the opt-out), or, opted out, says the attack test was skipped.
+pub fn sandboxed(report: &Value) -> bool {
+    if report["sandbox"]["active"] == Value::Bool(true) {
+        return true;
+    }
+    let reason = report["sandbox"]["reason"].as_str().unwrap_or("unknown");
+    if std::env::var_os(ALLOW_UNSANDBOXED).is_some_and(|v| v == "1") {
+        eprintln!(
+            "attack test skipped: the sandbox is unavailable ({reason}); {ALLOW_UNSANDBOXED}=1"
+        );
+        return false;
+    }
+    panic!(
+        "the sandbox is unavailable on this machine ({reason}): the attack tests cannot prove anything \
+         here. Run them on Linux with Landlock, or set {ALLOW_UNSANDBOXED}=1 to skip them."
+    );
+}
