@@ -505,24 +505,26 @@ fn attempts(code: &str) -> usize {
         .sum()
 }
 
+/// Grades the reference with `top` at the module's top and `first` run first thing in the loop (group 7.1),
+/// and checks that neither forged the system prompt the tests check (`what` names the attack).
+fn prompt_attack_fails(what: &str, top: &str, first: &str) {
+    let (_tmp, dir) = practice_ts();
+    write_ts_loop(&dir, &on_reference(top, first));
+    let (_, report) = grade_json(&dir, &["--group", "7.1"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_prompt_not_forged(&report, what, attempts(top) + attempts(first));
+}
+
 #[test]
 fn the_assertion_module_and_the_intrinsics_cannot_be_patched() {
-    let (_tmp, dir) = practice_ts();
     let top = format!(
         "import attackAssert from \"node:assert\";\nimport attackStrict from \"node:assert/strict\";\n{}",
         intrinsic_swaps("import")
     );
     let first = intrinsic_swaps("run");
-    write_ts_loop(&dir, &on_reference(&top, &first));
-    let (_, report) = grade_json(&dir, &["--group", "7.1"]);
-    if !sandboxed(&report) {
-        return;
-    }
-    assert_prompt_not_forged(
-        &report,
-        "assert and the intrinsics",
-        attempts(&top) + attempts(&first),
-    );
+    prompt_attack_fails("assert and the intrinsics", &top, &first);
 }
 
 /// `util.isDeepStrictEqual` replaced, and node's ESM view of builtins brought up to date, as `PHASE …`.
@@ -535,22 +537,12 @@ tried("{phase} syncBuiltinESMExports", () => {{ attackModule.syncBuiltinESMExpor
 
 #[test]
 fn is_deep_strict_equal_cannot_be_swapped() {
-    let (_tmp, dir) = practice_ts();
     let top = format!(
         "import * as attackUtil from \"node:util\";\nimport * as attackModule from \"node:module\";\nconst attackRequire = attackModule.createRequire(import.meta.url);\n{}",
         util_swap("import")
     );
     let first = util_swap("run");
-    write_ts_loop(&dir, &on_reference(&top, &first));
-    let (_, report) = grade_json(&dir, &["--group", "7.1"]);
-    if !sandboxed(&report) {
-        return;
-    }
-    assert_prompt_not_forged(
-        &report,
-        "util.isDeepStrictEqual",
-        attempts(&top) + attempts(&first),
-    );
+    prompt_attack_fails("util.isDeepStrictEqual", &top, &first);
 }
 
 /// `structuredClone` replaced by one that puts the expected prompt into every copy (ScriptedModel keeps a
@@ -569,22 +561,12 @@ fn clone_swap(phase: &str) -> String {
 
 #[test]
 fn structured_clone_cannot_be_swapped() {
-    let (_tmp, dir) = practice_ts();
     let top = format!(
         "const ATTACK_CLONE = globalThis.structuredClone;\n{}",
         clone_swap("import")
     );
     let first = clone_swap("run");
-    write_ts_loop(&dir, &on_reference(&top, &first));
-    let (_, report) = grade_json(&dir, &["--group", "7.1"]);
-    if !sandboxed(&report) {
-        return;
-    }
-    assert_prompt_not_forged(
-        &report,
-        "structuredClone",
-        attempts(&top) + attempts(&first),
-    );
+    prompt_attack_fails("structuredClone", &top, &first);
 }
 
 #[test]
