@@ -339,17 +339,7 @@ async fn build_and_run(
     progress(Stage::Preparing);
     prepare::prepare(chapter, &editable, &build_dir.path)?;
 
-    // The TypeScript track's first grade installs its dependencies (`npm ci`), shown as a build step.
-    let compiles_dependencies =
-        chapter.track == crate::catalog::Track::Rust && !cache::is_built(&build_dir.target);
-    let first_of = compiles_dependencies.then(|| {
-        // One crate per package in the lock file: close to the count cargo reports (a build script
-        // adds one), so the count is capped at it.
-        std::fs::read_to_string(build_dir.path.join("Cargo.lock"))
-            .map(|lock| lock.matches("[[package]]").count())
-            .unwrap_or(0)
-            .max(1)
-    });
+    let first_of = toolchain::dependencies_to_compile(chapter.track, &build_dir);
     progress(Stage::Building {
         last_crate: None,
         crates: 0,
@@ -388,10 +378,7 @@ async fn build_and_run(
     .map_err(|problem| {
         // A cache removed under a running build makes cargo and rustc fail in ways that look like the
         // learner's errors ("could not write output"): say what really happened.
-        let manifest = match chapter.track {
-            crate::catalog::Track::Rust => "Cargo.toml",
-            crate::catalog::Track::TypeScript => "package.json",
-        };
+        let manifest = toolchain::manifest(chapter.track);
         if build_dir.path.join(manifest).exists() && build_dir.target.exists() {
             problem
         } else {

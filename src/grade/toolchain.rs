@@ -8,6 +8,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use crate::cache::{self, BuildDir};
+
 use super::build::BuildRequest;
 use super::outcome::Problem;
 use crate::catalog::Track;
@@ -34,6 +36,26 @@ impl TestCommand {
             envs: Vec::new(),
         }
     }
+}
+
+/// The file that makes a build slot a package of `track`'s: gone, the cache was removed under the build.
+pub fn manifest(track: Track) -> &'static str {
+    match track {
+        Track::Rust => "Cargo.toml",
+        Track::TypeScript => "package.json",
+    }
+}
+
+/// How many crates a first build of this slot compiles, for the first grade's progress; `None` when the
+/// slot has built before, or for TypeScript, whose one-time `npm ci` shows as a build step of its own.
+pub fn dependencies_to_compile(track: Track, slot: &BuildDir) -> Option<usize> {
+    if track != Track::Rust || cache::is_built(&slot.target) {
+        return None;
+    }
+    // One crate per package in the lock file: close to the count cargo reports (a build script adds
+    // one), so the count is capped at it.
+    let lock = std::fs::read_to_string(slot.path.join("Cargo.lock")).unwrap_or_default();
+    Some(lock.matches("[[package]]").count().max(1))
 }
 
 /// Builds the slot of `req` with `track`'s toolchain. `on_step` is called with each unit of the build as
