@@ -10,6 +10,7 @@ mod error;
 mod grade;
 mod hint;
 mod i18n;
+mod judge;
 mod list;
 mod metadata;
 mod practice;

@@ -1,0 +1,637 @@
+//! The comparison: a recorded trace against the expected trace of its instance (docs/JUDGE.md).
+//!
+//! The grader compiles this file (it judges every graded test with it), and every Rust practice directory
+//! has a copy, so a hand run (`cargo test --test ch07`) judges with the same code and prints the same
+//! message. It knows no chapter: the expected trace is a small graph of steps, each with the steps it must
+//! come after and the rule it pins; the freedoms are the `$` nodes of a step (see [`matches`]). Only
+//! `serde_json` is needed, so both sides can compile it.
+//!
+//! A trace step matches an expected step whose predecessors have all matched, so the steps of concurrent
+//! calls may interleave while everything else has one order. The first trace step that matches no enabled
+//! expected step, or an expected step still unmatched when the trace ends, is the first divergence.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+/// The language of a divergence's message. `Both` is for a hand run with no language chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    Zh,
+    En,
+    Both,
+}
+
+/// Where a trace first left the expected one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Divergence {
+    /// The index of the trace step that matched nothing; the trace's length when it ended too early.
+    pub index: usize,
+    /// That step, or `None` when the trace ended.
+    pub actual: Option<Value>,
+    /// The expected steps that could have come there (their `match` values).
+    pub expected: Vec<Value>,
+    /// The rule the closest expected step pins.
+    pub rule: String,
+    /// Where the closest expected step and the actual one differ, when they are steps of one kind.
+    pub detail: Option<Mismatch>,
+}
+
+/// The first place two values differ: a JSON path, what was expected there and what was found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mismatch {
+    pub path: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+/// Compares `trace` with `expected` and explains the first divergence in `lang`; `None` when the trace
+/// is one the chapter allows.
+pub fn judge(expected: &Value, trace: &[Value], lang: Lang) -> Option<String> {
+    let divergence = compare(expected, trace).err()?;
+    Some(message(expected, trace, &divergence, lang))
+}
+
+/// Compares `trace` with every alternative of `expected`: `Ok` when one of them matches the whole trace,
+/// otherwise the divergence of the alternative that went furthest.
+pub fn compare(expected: &Value, trace: &[Value]) -> Result<(), Divergence> {
+    let alternatives = expected
+        .get("alternatives")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut furthest: Option<Divergence> = None;
+    for alternative in alternatives {
+        match walk(alternative, trace) {
+            Ok(()) => return Ok(()),
+            Err(d) if furthest.as_ref().is_none_or(|f| d.index > f.index) => furthest = Some(d),
+            Err(_) => {}
+        }
+    }
+    Err(furthest.unwrap_or(Divergence {
+        index: 0,
+        actual: trace.first().cloned(),
+        expected: Vec::new(),
+        rule: String::new(),
+        detail: None,
+    }))
+}
+
+struct Expected<'a> {
+    after: Vec<usize>,
+    pattern: &'a Value,
+    rule: &'a str,
+}
+
+fn steps_of(alternative: &Value) -> Vec<Expected<'_>> {
+    let steps = alternative.get("steps").and_then(Value::as_array);
+    let steps = steps.map(Vec::as_slice).unwrap_or_default();
+    steps
+        .iter()
+        .map(|s| Expected {
+            after: s
+                .get("after")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_u64).map(|i| i as usize).collect())
+                .unwrap_or_default(),
+            pattern: s.get("match").unwrap_or(&Value::Null),
+            rule: s.get("rule").and_then(Value::as_str).unwrap_or(""),
+        })
+        .collect()
+}
+
+fn walk(alternative: &Value, trace: &[Value]) -> Result<(), Divergence> {
+    let steps = steps_of(alternative);
+    let mut matched = vec![false; steps.len()];
+    let mut bound = Bindings::new();
+    let enabled = |matched: &[bool]| -> Vec<usize> {
+        (0..steps.len())
+            .filter(|&i| !matched[i] && steps[i].after.iter().all(|&a| matched.get(a) == Some(&true)))
+            .collect()
+    };
+    for (index, actual) in trace.iter().enumerate() {
+        let candidates = enabled(&matched);
+        let hit = candidates.iter().find_map(|&i| {
+            let mut trial = bound.clone();
+            matches(steps[i].pattern, Some(actual), "", &mut trial)
+                .ok()
+                .map(|()| (i, trial))
+        });
+        match hit {
+            Some((i, trial)) => {
+                matched[i] = true;
+                bound = trial;
+            }
+            None => return Err(diverge(&steps, &candidates, index, Some(actual), &bound)),
+        }
+    }
+    let left = enabled(&matched);
+    match left.is_empty() {
+        true => Ok(()),
+        false => Err(diverge(&steps, &left, trace.len(), None, &bound)),
+    }
+}
+
+/// The divergence at `index`: the closest candidate is one of the same kind (and event type) as the
+/// actual step, so the message can say which field differs; otherwise the first candidate.
+fn diverge(
+    steps: &[Expected],
+    candidates: &[usize],
+    index: usize,
+    actual: Option<&Value>,
+    bound: &Bindings,
+) -> Divergence {
+    let same_kind = |i: &&usize| actual.is_some_and(|a| label_key(steps[**i].pattern) == label_key(a));
+    let closest = candidates.iter().find(same_kind).or(candidates.first());
+    let detail = match (closest, actual) {
+        (Some(&i), Some(a)) if label_key(steps[i].pattern) == label_key(a) => {
+            matches(steps[i].pattern, Some(a), "", &mut bound.clone()).err()
+        }
+        _ => None,
+    };
+    Divergence {
+        index,
+        actual: actual.cloned(),
+        expected: candidates.iter().map(|&i| steps[i].pattern.clone()).collect(),
+        rule: closest.map(|&i| steps[i].rule.to_string()).unwrap_or_default(),
+        detail,
+    }
+}
+
+type Bindings = BTreeMap<String, Value>;
+
+/// Whether `actual` (`None`: the key is missing) fits `pattern`. A pattern is a value that must be equal,
+/// except for these nodes, the freedoms:
+///
+/// - `{"$any": F}`: anything, a missing key too;
+/// - `{"$text": F}`: a non-empty string;
+/// - `{"$carries": M, "$without": [S…]}`: a string that contains M, none of the S, and no stack;
+/// - `{"$one_of": [V…]}`: one of the V;
+/// - `{"$bind": NAME, "$match": P}`: P; the first value matched under NAME is kept, and a later node with
+///   that NAME must equal it (a free value stays the same wherever it travels);
+/// - `{"$absent_or": V}`: a missing key, or V (what a track's surface cannot carry).
+pub fn matches(
+    pattern: &Value,
+    actual: Option<&Value>,
+    path: &str,
+    bound: &mut Bindings,
+) -> Result<(), Mismatch> {
+    let fail = |expected: String| {
+        Err(Mismatch {
+            path: if path.is_empty() { "$".to_string() } else { path.to_string() },
+            expected,
+            actual: actual.map_or_else(|| "(missing)".to_string(), |a| show(a, 160)),
+        })
+    };
+    if let Some(node) = pattern.as_object().filter(|o| o.keys().any(|k| k.starts_with('$'))) {
+        if node.contains_key("$any") {
+            return Ok(());
+        }
+        if let Some(inner) = node.get("$absent_or") {
+            return match actual {
+                None => Ok(()),
+                Some(_) => matches(inner, actual, path, bound),
+            };
+        }
+        let Some(actual_value) = actual else {
+            return fail(describe(pattern));
+        };
+        if node.contains_key("$text") {
+            return match actual_value.as_str() {
+                Some(s) if !s.trim().is_empty() => Ok(()),
+                _ => fail(describe(pattern)),
+            };
+        }
+        if let Some(carried) = node.get("$carries").and_then(Value::as_str) {
+            let without = node.get("$without").and_then(Value::as_array);
+            let without = without.map(Vec::as_slice).unwrap_or_default();
+            return match actual_value.as_str() {
+                Some(s)
+                    if s.contains(carried)
+                        && !without.iter().filter_map(Value::as_str).any(|w| s.contains(w))
+                        && !has_stack(s) =>
+                {
+                    Ok(())
+                }
+                _ => fail(describe(pattern)),
+            };
+        }
+        if let Some(options) = node.get("$one_of").and_then(Value::as_array) {
+            for option in options {
+                let mut trial = bound.clone();
+                if matches(option, actual, path, &mut trial).is_ok() {
+                    *bound = trial;
+                    return Ok(());
+                }
+            }
+            return fail(describe(pattern));
+        }
+        if let Some(name) = node.get("$bind").and_then(Value::as_str) {
+            if let Some(earlier) = bound.get(name) {
+                return match same(earlier, actual_value) {
+                    true => Ok(()),
+                    false => fail(show(earlier, 160)),
+                };
+            }
+            let inner = node.get("$match").unwrap_or(&Value::Null);
+            matches(inner, actual, path, bound)?;
+            bound.insert(name.to_string(), actual_value.clone());
+            return Ok(());
+        }
+        return fail(describe(pattern));
+    }
+    let Some(actual_value) = actual else {
+        return fail(show(pattern, 160));
+    };
+    match (pattern, actual_value) {
+        (Value::Object(want), Value::Object(got)) => {
+            for (key, want_value) in want {
+                matches(want_value, got.get(key), &join(path, key), bound)?;
+            }
+            match got.keys().find(|k| !want.contains_key(*k)) {
+                Some(extra) => Err(Mismatch {
+                    path: join(path, extra),
+                    expected: "(no such field)".to_string(),
+                    actual: show(&got[extra], 160),
+                }),
+                None => Ok(()),
+            }
+        }
+        (Value::Array(want), Value::Array(got)) => {
+            for (i, want_item) in want.iter().enumerate() {
+                matches(want_item, got.get(i), &format!("{path}[{i}]"), bound)?;
+            }
+            match got.len() > want.len() {
+                true => Err(Mismatch {
+                    path: format!("{path}[{}]", want.len()),
+                    expected: "(no such item)".to_string(),
+                    actual: show(&got[want.len()], 160),
+                }),
+                false => Ok(()),
+            }
+        }
+        (want, got) if same(want, got) => Ok(()),
+        (want, _) => fail(show(want, 160)),
+    }
+}
+
+/// JSON equality, with numbers compared by value (`1` and `1.0` are one number).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether a text holds a stack: a frame line (`    at f (file.ts:3:9)`), a panic's location or
+/// backtrace, or a source position (`agent_loop.rs:12`).
+pub fn has_stack(text: &str) -> bool {
+    let lines = text.lines().map(str::trim_start);
+    let frame = lines.clone().any(|l| l.starts_with("at ") && l.len() > 3);
+    let words = ["panicked at", "stack backtrace", "RUST_BACKTRACE"];
+    frame || words.iter().any(|w| text.contains(w)) || has_position(text)
+}
+
+/// `name.rs:12`, `name.ts:3:9` and the like.
+fn has_position(text: &str) -> bool {
+    [".rs:", ".ts:", ".js:", ".mjs:", ".cjs:"].iter().any(|ext| {
+        text.match_indices(ext).any(|(at, _)| {
+            let rest = &text[at + ext.len()..];
+            rest.chars().next().is_some_and(|c| c.is_ascii_digit())
+        })
+    })
+}
+
+fn join(path: &str, key: &str) -> String {
+    match path.is_empty() {
+        true => key.to_string(),
+        false => format!("{path}.{key}"),
+    }
+}
+
+/// A value on one line, cut to about `max` characters.
+pub fn show(value: &Value, max: usize) -> String {
+    let text = value.to_string();
+    cut(&text, max)
+}
+
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+/// What a freedom node accepts, in words the message can show.
+fn describe(pattern: &Value) -> String {
+    let node = pattern.as_object().cloned().unwrap_or_default();
+    if node.contains_key("$text") {
+        return "(any non-empty text)".to_string();
+    }
+    if let Some(m) = node.get("$carries").and_then(Value::as_str) {
+        return format!("(a text that carries {m:?}, without a stack or Debug output)");
+    }
+    if let Some(options) = node.get("$one_of").and_then(Value::as_array) {
+        let shown: Vec<String> = options.iter().map(|o| show(o, 60)).collect();
+        return format!("(one of {})", shown.join(", "));
+    }
+    if let Some(inner) = node.get("$match") {
+        return describe_or_show(inner);
+    }
+    show(pattern, 160)
+}
+
+fn describe_or_show(value: &Value) -> String {
+    match value.as_object().is_some_and(|o| o.keys().any(|k| k.starts_with('$'))) {
+        true => describe(value),
+        false => show(value, 160),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Labels: a step in a few words, for messages and timelines
+// ---------------------------------------------------------------------------------------------------
+
+fn text_of<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or("?")
+}
+
+/// What kind of step this is, precise enough to pair an expected step with an actual one.
+fn label_key(step: &Value) -> String {
+    let kind = text_of(step, "kind");
+    match kind {
+        "event" => {
+            let event = step.get("event").unwrap_or(&Value::Null);
+            format!("event:{}", text_of(event, "type"))
+        }
+        "driver" => format!("driver:{}", text_of(step, "action")),
+        _ => kind.to_string(),
+    }
+}
+
+/// A step in a few words: `request #2`, `tool_end(c1)`, `turn_end(stop)`, `test: release(c1)`.
+pub fn label(step: &Value) -> String {
+    let kind = text_of(step, "kind");
+    match kind {
+        "request" => format!("request #{}", step.get("n").and_then(Value::as_u64).unwrap_or(0)),
+        "event" => {
+            let event = step.get("event").unwrap_or(&Value::Null);
+            let id_of = |key: &str| {
+                let holder = event.get(key).unwrap_or(&Value::Null);
+                let id = holder.get("id").or_else(|| holder.get("toolCallId"));
+                id.and_then(Value::as_str).unwrap_or("?").to_string()
+            };
+            match text_of(event, "type") {
+                "model_event" => {
+                    let inner = event.get("event").unwrap_or(&Value::Null);
+                    format!("model_event({})", text_of(inner, "type"))
+                }
+                "tool_start" => format!("tool_start({})", id_of("call")),
+                "tool_progress" => format!("tool_progress({})", text_of(event, "toolCallId")),
+                "tool_end" => format!("tool_end({})", id_of("result")),
+                "tool_skipped" => format!("tool_skipped({})", id_of("result")),
+                "turn_end" => format!("turn_end({})", describe_or_label(event.get("reason"))),
+                other => other.to_string(),
+            }
+        }
+        "exec_enter" => match text_of(step, "via") {
+            "tool" => format!("tool {} runs", text_of(step, "tool")),
+            _ => {
+                let call = step.get("call").unwrap_or(&Value::Null);
+                format!("executor({})", text_of(call, "id"))
+            }
+        },
+        "exec_progress" => format!("reportProgress({})", text_of(step, "ref")),
+        "exec_leave" => format!("{} returns", text_of(step, "ref")),
+        "driver" => match text_of(step, "action") {
+            "release" => format!("test: release({})", text_of(step, "ref")),
+            "gave_up" => format!("test: gave up waiting for {}", text_of(step, "waiting_for")),
+            "stream_end" => "test: stream ends".to_string(),
+            other => format!("test: {other}"),
+        },
+        "caller" => format!("caller's context {}", text_of(step, "state")),
+        "result" => format!("return({})", describe_or_label(step.get("reason"))),
+        "panic" => format!("panic: {}", cut(text_of(step, "message"), 120)),
+        "hang" => "hang".to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn describe_or_label(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => describe_or_show(v),
+        None => "?".to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The message
+// ---------------------------------------------------------------------------------------------------
+
+fn pick(lang: Lang, zh: String, en: String) -> String {
+    match lang {
+        Lang::Zh => zh,
+        Lang::En => en,
+        Lang::Both => format!("{zh}\n{en}"),
+    }
+}
+
+/// The Lab a `todo!()` or not-implemented throw names: `Lab 7.3` in its message.
+pub fn lab_reached(step: &Value) -> Option<String> {
+    if text_of(step, "kind") != "panic" {
+        return None;
+    }
+    let message = text_of(step, "message");
+    let at = message.find("Lab ")?;
+    let lab: String = message[at + 4..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let lab = lab.trim_end_matches('.');
+    (!lab.is_empty() && message.contains("not")).then(|| lab.to_string())
+}
+
+/// The divergence explained: where the run left the chapter's rules, what was expected there, what
+/// happened, which rule that is and whose Lab, and the run so far.
+pub fn message(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) -> String {
+    let rules = expected.get("rules").and_then(Value::as_object);
+    let empty = Map::new();
+    let rule = rules.unwrap_or(&empty).get(&d.rule);
+    let rule_text = |l: &str| rule.and_then(|r| r.get(l)).and_then(Value::as_str).unwrap_or("");
+    let lab = rule.and_then(|r| r.get("lab")).and_then(Value::as_str).unwrap_or("?");
+    let group = |l: &str| {
+        let g = rule.and_then(|r| r.get("group")).and_then(|g| g.get(l));
+        g.and_then(Value::as_str).unwrap_or("").to_string()
+    };
+    let step_no = d.index + 1;
+    let wanted: Vec<String> = d.expected.iter().map(label).collect();
+    let wanted = match wanted.len() {
+        0 => pick(lang, "（运行应已结束）".into(), "(the run should have ended)".into()),
+        1 => wanted[0].clone(),
+        _ => pick(lang, format!("以下之一：{}", wanted.join("、")), format!("one of: {}", wanted.join(", "))),
+    };
+    let happened = match &d.actual {
+        Some(step) => label(step),
+        None => pick(lang, "（记录到此结束）".into(), "(the trace ends here)".into()),
+    };
+    let mut lines = Vec::new();
+    let reached = d.actual.as_ref().and_then(lab_reached);
+    if let Some(reached) = &reached {
+        lines.push(pick(
+            lang,
+            format!("第 {step_no} 步到达了 Lab {reached} 还没写完的部分（todo!() / 未实现）：先完成 Lab {reached}。"),
+            format!("step {step_no} reached Lab {reached}'s unfinished part (todo!() / not implemented): finish Lab {reached} first."),
+        ));
+        lines.push(format!("  {}", text_of(d.actual.as_ref().unwrap_or(&Value::Null), "message")));
+    } else {
+        lines.push(pick(
+            lang,
+            format!("第 {step_no} 步偏离了本章的规则（Lab {lab} {}）", group("zh")),
+            format!("step {step_no} left the chapter's rules (Lab {lab}, {})", group("en")),
+        ));
+    }
+    lines.push(pick(lang, format!("  应为：{wanted}"), format!("  expected: {wanted}")));
+    lines.push(pick(lang, format!("  实际：{happened}"), format!("  happened: {happened}")));
+    if let Some(m) = &d.detail {
+        lines.push(pick(
+            lang,
+            format!("  在 {}：应为 {}，实际 {}", m.path, m.expected, m.actual),
+            format!("  at {}: expected {}, got {}", m.path, m.expected, m.actual),
+        ));
+    }
+    if reached.is_none() && !rule_text("en").is_empty() {
+        lines.push(pick(
+            lang,
+            format!("  规则：{}", rule_text("zh")),
+            format!("  rule: {}", rule_text("en")),
+        ));
+    }
+    let so_far: Vec<String> = trace[..d.index.min(trace.len())].iter().map(label).collect();
+    let skip = so_far.len().saturating_sub(24);
+    let shown = so_far[skip..].join(" → ");
+    let shown = match skip {
+        0 => shown,
+        _ => format!("… {shown}"),
+    };
+    lines.push(pick(
+        lang,
+        format!("  到此为止：{}", if shown.is_empty() { "（无）".into() } else { shown.clone() }),
+        format!("  so far: {}", if shown.is_empty() { "(nothing)".into() } else { shown }),
+    ));
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn step(after: &[usize], m: Value) -> Value {
+        json!({"after": after, "match": m, "rule": "r"})
+    }
+
+    fn graph(steps: Vec<Value>) -> Value {
+        json!({"alternatives": [{"steps": steps}], "rules": {"r": {"lab": "7.1", "zh": "规则", "en": "the rule"}}})
+    }
+
+    #[test]
+    fn a_sequence_matches_only_in_its_order() {
+        let g = graph(vec![step(&[], json!({"kind": "a"})), step(&[0], json!({"kind": "b"}))]);
+        assert!(compare(&g, &[json!({"kind": "a"}), json!({"kind": "b"})]).is_ok());
+        let d = compare(&g, &[json!({"kind": "b"}), json!({"kind": "a"})]).unwrap_err();
+        assert_eq!(d.index, 0);
+        let d = compare(&g, &[json!({"kind": "a"})]).unwrap_err();
+        assert_eq!((d.index, d.actual), (1, None));
+        let d = compare(&g, &[json!({"kind": "a"}), json!({"kind": "b"}), json!({"kind": "c"})]);
+        assert_eq!(d.unwrap_err().index, 2);
+    }
+
+    #[test]
+    fn lanes_interleave_but_keep_their_own_order() {
+        let g = graph(vec![
+            step(&[], json!({"kind": "a1"})),
+            step(&[0], json!({"kind": "a2"})),
+            step(&[], json!({"kind": "b1"})),
+            step(&[2], json!({"kind": "b2"})),
+            step(&[1, 3], json!({"kind": "join"})),
+        ]);
+        let t = |ks: &[&str]| ks.iter().map(|k| json!({ "kind": k })).collect::<Vec<_>>();
+        assert!(compare(&g, &t(&["a1", "b1", "b2", "a2", "join"])).is_ok());
+        assert!(compare(&g, &t(&["b1", "a1", "a2", "b2", "join"])).is_ok());
+        assert_eq!(compare(&g, &t(&["a2"])).unwrap_err().index, 0);
+        assert_eq!(compare(&g, &t(&["a1", "join"])).unwrap_err().index, 1);
+    }
+
+    #[test]
+    fn freedoms_accept_what_they_name_and_nothing_else() {
+        let mut b = Bindings::new();
+        let text = json!({"$text": "skip-text"});
+        assert!(matches(&text, Some(&json!("skipped")), "", &mut b).is_ok());
+        assert!(matches(&text, Some(&json!("  ")), "", &mut b).is_err());
+        let carries = json!({"$carries": "disk full", "$without": ["DiskFull {"]});
+        assert!(matches(&carries, Some(&json!("Tool x failed: disk full")), "", &mut b).is_ok());
+        assert!(matches(&carries, Some(&json!("DiskFull { .. }: disk full")), "", &mut b).is_err());
+        let stack = json!("Error: disk full\n    at run (src/agent-loop.ts:10:3)");
+        assert!(matches(&carries, Some(&stack), "", &mut b).is_err());
+        let located = json!("disk full (src/agent_loop.rs:88:9)");
+        assert!(matches(&carries, Some(&located), "", &mut b).is_err());
+        assert!(matches(&carries, Some(&json!("disk fu")), "", &mut b).is_err());
+        let absent = json!({"k": {"$absent_or": "run"}});
+        assert!(matches(&absent, Some(&json!({})), "", &mut b).is_ok());
+        assert!(matches(&absent, Some(&json!({"k": "run"})), "", &mut b).is_ok());
+        assert!(matches(&absent, Some(&json!({"k": "other"})), "", &mut b).is_err());
+    }
+
+    #[test]
+    fn a_bound_value_must_stay_the_same_wherever_it_travels() {
+        let free = json!({"$bind": "skip:c1", "$match": {"$text": "skip-text"}});
+        let mut b = Bindings::new();
+        assert!(matches(&free, Some(&json!("not run")), "", &mut b).is_ok());
+        assert!(matches(&free, Some(&json!("not run")), "", &mut b).is_ok());
+        let e = matches(&free, Some(&json!("not run!")), "x", &mut b).unwrap_err();
+        assert_eq!(e.path, "x");
+    }
+
+    #[test]
+    fn extra_and_missing_fields_diverge_with_their_path() {
+        let mut b = Bindings::new();
+        let want = json!({"result": {"details": null, "isError": true}});
+        let got = json!({"result": {"details": {}, "isError": true}});
+        let e = matches(&want, Some(&got), "", &mut b).unwrap_err();
+        assert_eq!((e.path.as_str(), e.expected.as_str(), e.actual.as_str()), ("result.details", "null", "{}"));
+        let got = json!({"result": {"details": null, "isError": true, "extra": 1}});
+        assert_eq!(matches(&want, Some(&got), "", &mut b).unwrap_err().path, "result.extra");
+        assert!(matches(&json!([1, 2]), Some(&json!([1])), "", &mut b).is_err());
+        assert!(matches(&json!(1), Some(&json!(1.0)), "", &mut b).is_ok());
+    }
+
+    #[test]
+    fn the_furthest_alternative_is_reported() {
+        let g = json!({"alternatives": [
+            {"steps": [{"after": [], "match": {"kind": "x"}, "rule": "r"}]},
+            {"steps": [{"after": [], "match": {"kind": "a"}, "rule": "r"}, {"after": [0], "match": {"kind": "b"}, "rule": "r"}]}
+        ]});
+        let d = compare(&g, &[json!({"kind": "a"}), json!({"kind": "c"})]).unwrap_err();
+        assert_eq!(d.index, 1);
+        assert!(compare(&g, &[json!({"kind": "x"})]).is_ok());
+    }
+
+    #[test]
+    fn a_todo_names_the_lab_it_belongs_to() {
+        let g = graph(vec![step(&[], json!({"kind": "request", "n": 1}))]);
+        let panic = json!({"kind": "panic", "message": "not yet implemented: Lab 7.3: the other rows"});
+        let text = judge(&g, &[panic], Lang::En).unwrap();
+        assert!(text.contains("Lab 7.3"), "{text}");
+        assert!(text.contains("finish Lab 7.3 first"), "{text}");
+        let zh = judge(&g, &[json!({"kind": "hang"})], Lang::Zh).unwrap();
+        assert!(zh.contains("规则：规则"), "{zh}");
+        assert!(!zh.contains("expected"), "{zh}");
+    }
+}
