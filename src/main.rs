@@ -14,6 +14,7 @@ mod judge;
 mod list;
 mod metadata;
 mod practice;
+mod spec;
 mod process;
 mod regular_file;
 mod report;

@@ -81,6 +81,8 @@ struct Expected<'a> {
     after: Vec<usize>,
     pattern: &'a Value,
     rule: &'a str,
+    /// A more precise rule for a difference under a path (`"caller"`, `"event.result"`).
+    path_rules: Vec<(&'a str, &'a str)>,
 }
 
 fn steps_of(alternative: &Value) -> Vec<Expected<'_>> {
@@ -96,6 +98,11 @@ fn steps_of(alternative: &Value) -> Vec<Expected<'_>> {
                 .unwrap_or_default(),
             pattern: s.get("match").unwrap_or(&Value::Null),
             rule: s.get("rule").and_then(Value::as_str).unwrap_or(""),
+            path_rules: s
+                .get("path_rules")
+                .and_then(Value::as_object)
+                .map(|o| o.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))).collect())
+                .unwrap_or_default(),
         })
         .collect()
 }
@@ -149,11 +156,22 @@ fn diverge(
         }
         _ => None,
     };
+    let rule = closest.map(|&i| {
+        let step = &steps[i];
+        let under = |prefix: &str, path: &str| {
+            path == prefix || path.starts_with(&format!("{prefix}.")) || path.starts_with(&format!("{prefix}["))
+        };
+        let precise = detail.as_ref().and_then(|m| {
+            let found = step.path_rules.iter().filter(|(p, _)| under(p, &m.path));
+            found.max_by_key(|(p, _)| p.len()).map(|(_, r)| *r)
+        });
+        precise.unwrap_or(step.rule).to_string()
+    });
     Divergence {
         index,
         actual: actual.cloned(),
         expected: candidates.iter().map(|&i| steps[i].pattern.clone()).collect(),
-        rule: closest.map(|&i| steps[i].rule.to_string()).unwrap_or_default(),
+        rule: rule.unwrap_or_default(),
         detail,
     }
 }

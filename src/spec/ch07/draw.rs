@@ -1,0 +1,368 @@
+//! Drawing an instance from a scenario template: fresh ids, names, texts, arguments, counts, gate orders,
+//! all from one seeded generator. The instance is everything the driver needs to run the loop, and
+//! nothing of what the loop should answer (docs/JUDGE.md).
+//!
+//! The draws are adversarial on purpose, so that a loop which changes something in transit cannot pass
+//! by luck: system prompts keep surrounding whitespace, tool definitions are never registered in sorted
+//! order, results carry several content blocks and every kind of `details`, and partial messages are
+//! distinct values.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{json, Value};
+
+use super::scenario::{Count, MaxSteps, Scenario, TurnTemplate};
+use super::wire;
+use crate::spec::rng::Rng;
+
+const WORDS: &[&str] = &[
+    "lookup", "grep", "read", "write", "list", "fetch", "diff", "build", "search", "format", "count",
+    "patch", "probe", "index", "scan", "stat",
+];
+const PHRASES: &[&str] = &[
+    "Let me check that.",
+    "I will look at the files.",
+    "好的，我先看一下。",
+    "Done: everything is in place.",
+    "Here is what I found",
+    "  spaces stay as written  ",
+    "two\nlines",
+    "😀 emoji too",
+];
+
+/// The instance of `scenario` drawn by `rng`.
+pub fn draw(scenario: &Scenario, rng: &mut Rng) -> Value {
+    Drawing::new(rng).instance(scenario)
+}
+
+struct Drawing<'r> {
+    rng: &'r mut Rng,
+    used_ids: BTreeSet<String>,
+    used_names: BTreeSet<String>,
+    registry: Vec<String>,
+    calls: BTreeMap<String, Vec<Value>>,
+    tool_runs: BTreeMap<String, Vec<Value>>,
+    plan: Vec<Value>,
+}
+
+fn count(rng: &mut Rng, count: Option<Count>, default: u64) -> u64 {
+    let (low, high) = count.map_or((default, default), Count::range);
+    rng.between(low, high)
+}
+
+impl<'r> Drawing<'r> {
+    fn new(rng: &'r mut Rng) -> Self {
+        Drawing {
+            rng,
+            used_ids: BTreeSet::new(),
+            used_names: BTreeSet::new(),
+            registry: Vec::new(),
+            calls: BTreeMap::new(),
+            tool_runs: BTreeMap::new(),
+            plan: Vec::new(),
+        }
+    }
+
+    fn instance(mut self, s: &Scenario) -> Value {
+        let system_prompt = format!(
+            "  You are {}, a careful coding agent.\n",
+            self.rng.pick(&["pi", "a helper", "the agent"])
+        ) + &format!("Session marker {}.\n", self.rng.token(8));
+        let history = count(self.rng, s.history, 1).max(1);
+        let caller: Vec<Value> = (0..history)
+            .map(|i| match (history - 1 - i) % 2 {
+                0 => wire::user(&self.sentence()),
+                _ => wire::assistant(vec![wire::text(&self.sentence())], "stop", None),
+            })
+            .collect();
+
+        let mut turns = Vec::new();
+        let mut previous: Option<(Value, Vec<Value>, Vec<Value>)> = None;
+        for template in &s.turns {
+            let repeat = count(self.rng, template.repeat, 1);
+            for _ in 0..repeat {
+                let turn = match template.reply.as_str() {
+                    "same_as_previous" => {
+                        let (message, events, behaviours) =
+                            previous.clone().expect("same_as_previous follows a turn");
+                        self.again(&message, behaviours.clone());
+                        (message, events, behaviours)
+                    }
+                    _ => self.turn(template),
+                };
+                let (message, events, _) = &turn;
+                turns.push(json!({
+                    "message": message,
+                    "events": events,
+                    "paced": template.paced,
+                    "abort": template.abort,
+                    "edit_context": template.edit_context,
+                }));
+                previous = Some(turn);
+            }
+        }
+
+        let extra = count(self.rng, s.tools, 0);
+        for _ in 0..extra {
+            let name = self.name();
+            self.registry.push(name);
+        }
+        self.rng.shuffle(&mut self.registry);
+        if self.registry.len() > 1 && self.registry.windows(2).all(|w| w[0] <= w[1]) {
+            self.registry.swap(0, 1);
+        }
+        let tools: Vec<Value> = self.registry.iter().map(|n| tool_definition(n)).collect();
+
+        let max_steps = match &s.max_steps {
+            None => Value::Null,
+            Some(MaxSteps::Named(_)) => json!(turns.len()),
+            Some(MaxSteps::Count(c)) => json!(count(self.rng, Some(*c), 1)),
+        };
+        json!({
+            "test": s.name,
+            "system_prompt": system_prompt,
+            "caller": caller,
+            "tools": tools,
+            "executor": s.executor.unwrap_or(false),
+            "signal": s.signal.unwrap_or(true),
+            "pre_abort": s.pre_abort,
+            "max_steps": max_steps,
+            "on_event": s.on_event.unwrap_or(true),
+            "turns": turns,
+            "exhausted": wire::assistant(vec![], "error", Some("the script has no reply left")),
+            "calls": self.calls,
+            "tool_runs": self.tool_runs,
+            "plan": self.plan,
+        })
+    }
+
+    fn sentence(&mut self) -> String {
+        format!("{} ({})", self.rng.pick(PHRASES), self.rng.token(5))
+    }
+
+    fn id(&mut self) -> String {
+        loop {
+            let id = format!("call_{}", self.rng.token(6));
+            if self.used_ids.insert(id.clone()) {
+                return id;
+            }
+        }
+    }
+
+    fn name(&mut self) -> String {
+        loop {
+            let name = format!("{}_{}", self.rng.pick(WORDS), self.rng.token(3));
+            if self.used_names.insert(name.clone()) {
+                return name;
+            }
+        }
+    }
+
+    fn texts(&mut self, low: u64, high: u64) -> Vec<Value> {
+        let n = self.rng.between(low, high);
+        (0..n).map(|_| wire::text(&self.sentence())).collect()
+    }
+
+    fn details(&mut self) -> Value {
+        match self.rng.between(0, 4) {
+            0 => Value::Null,
+            1 => json!({}),
+            2 => json!({ "lines": [1, 2, self.rng.between(3, 99)], "path": format!("/src/{}.rs", self.rng.token(4)) }),
+            3 => json!([self.rng.token(3), { "nested": { "ok": true } }]),
+            _ => json!(self.rng.between(0, 1000)),
+        }
+    }
+
+    /// One turn: its final message, the events streamed before it, the behaviours of its calls.
+    fn turn(&mut self, t: &TurnTemplate) -> (Value, Vec<Value>, Vec<Value>) {
+        let reply = t.reply.as_str();
+        let stop_reason = match reply {
+            "text" | "stop_with_calls" => "stop",
+            "tool_use" | "tool_use_no_calls" => "toolUse",
+            other => other,
+        };
+        let n = match reply {
+            "text" | "tool_use_no_calls" => 0,
+            _ => count(self.rng, t.calls, 1),
+        };
+        let via = t.via.as_deref().unwrap_or("executor");
+        let mut content = Vec::new();
+        if reply == "text" || reply == "tool_use_no_calls" || t.text {
+            content.extend(self.texts(1, 2));
+        }
+        let shared_name = self.name();
+        let shared_id = self.id();
+        let mut calls = Vec::new();
+        for i in 0..n {
+            let name = match (via, t.same_name) {
+                (_, true) => shared_name.clone(),
+                ("unknown", _) => format!("missing_{}", self.rng.token(4)),
+                _ => self.name(),
+            };
+            let id = match (t.duplicate.as_deref(), i) {
+                (Some("all"), _) | (Some("sibling"), 0 | 2) => shared_id.clone(),
+                _ => self.id(),
+            };
+            let arguments = json!({ "path": format!("/src/{}.rs", self.rng.token(4)), "limit": self.rng.between(1, 50) });
+            calls.push(wire::tool_call(&id, &name, arguments));
+        }
+        if via == "registry" || (t.same_name && via == "registry") {
+            for call in &calls {
+                let name = call["name"].as_str().unwrap_or_default().to_string();
+                if !self.registry.contains(&name) {
+                    self.registry.push(name);
+                }
+            }
+        }
+        // Text beside the calls goes before them, after them, or both, as a model writes it.
+        if t.text && !calls.is_empty() && self.rng.chance(50) {
+            let tail = content.pop();
+            content.extend(calls.iter().cloned());
+            content.extend(tail);
+        } else {
+            content.extend(calls.iter().cloned());
+        }
+        let error_message = (stop_reason == "error").then(|| format!("provider failed: {}", self.rng.token(6)));
+        let message = wire::assistant(content, stop_reason, error_message.as_deref());
+        let events = self.events(&message, t.partial_differs);
+
+        let mut behaviours = Vec::new();
+        if reply == "tool_use" {
+            let duplicated = |i: usize| match t.duplicate.as_deref() {
+                Some("all") => true,
+                Some("sibling") => i == 0 || i == 2,
+                _ => false,
+            };
+            let mut gated_refs = Vec::new();
+            for (i, call) in calls.iter().enumerate() {
+                if duplicated(i) {
+                    continue;
+                }
+                let id = call["id"].as_str().unwrap_or_default().to_string();
+                let name = call["name"].as_str().unwrap_or_default().to_string();
+                if via == "unknown" {
+                    continue;
+                }
+                let outcome = t.outcomes.get(i % t.outcomes.len().max(1)).map_or("ok", String::as_str);
+                let progress_count = count(self.rng, t.progress, 0);
+                let progress: Vec<Value> =
+                    (0..progress_count).map(|_| Value::Array(self.texts(1, 2))).collect();
+                let outcome = self.outcome(outcome, via, &id, &name);
+                let behaviour = json!({
+                    "progress": progress,
+                    "gate": t.gated,
+                    "cancel_run": t.cancel_run == Some(i),
+                    "outcome": outcome,
+                });
+                let reference = match via {
+                    "registry" => {
+                        self.tool_runs.entry(name.clone()).or_default().push(behaviour.clone());
+                        format!("tool:{name}")
+                    }
+                    _ => {
+                        self.calls.entry(id.clone()).or_default().push(behaviour.clone());
+                        id.clone()
+                    }
+                };
+                behaviours.push(behaviour);
+                if t.gated {
+                    gated_refs.push((reference, id));
+                }
+            }
+            if !gated_refs.is_empty() {
+                self.gate_plan(t, gated_refs);
+            }
+        }
+        (message, events, behaviours)
+    }
+
+    /// A repeated reply repeats its calls: each gets the same behaviour again.
+    fn again(&mut self, message: &Value, behaviours: Vec<Value>) {
+        let calls = message["content"].as_array().cloned().unwrap_or_default();
+        let calls = calls.iter().filter(|b| b["type"] == "toolCall");
+        for (call, behaviour) in calls.zip(behaviours) {
+            let id = call["id"].as_str().unwrap_or_default().to_string();
+            self.calls.entry(id).or_default().push(behaviour);
+        }
+    }
+
+    fn outcome(&mut self, outcome: &str, via: &str, id: &str, name: &str) -> Value {
+        let content = self.texts(1, 3);
+        let details = self.details();
+        match (outcome, via) {
+            ("error", _) => json!({ "error": {
+                "message": format!("disk full on /dev/{}", self.rng.token(5)),
+                "debug": format!("DiskFull {{ device: {:?} }}", self.rng.token(7)),
+            }}),
+            ("panic", _) => json!({ "panic": format!("tool crashed: {}", self.rng.token(6)) }),
+            ("throw_value", _) => json!({ "throw_value": format!("thrown value {}", self.rng.token(6)) }),
+            (_, "registry") => json!({ "ok": { "content": content, "details": details } }),
+            (kind, _) => json!({ "ok": wire::tool_result(id, name, content, details, kind == "ok_error_result") }),
+        }
+    }
+
+    /// The test's part in a gated batch: wait until every gated call waits, maybe abort, then release
+    /// them one by one, each time waiting for its tool_end, in the template's order.
+    fn gate_plan(&mut self, t: &TurnTemplate, mut gated: Vec<(String, String)>) {
+        let refs: Vec<&String> = gated.iter().map(|(r, _)| r).collect();
+        self.plan.push(json!({ "wait": { "at_gate": refs } }));
+        if t.abort_in_batch {
+            self.plan.push(json!({ "abort": null }));
+        }
+        match t.release.as_deref().unwrap_or("in_order") {
+            "reversed" => gated.reverse(),
+            "shuffled" => {
+                let original = gated.clone();
+                self.rng.shuffle(&mut gated);
+                if gated.len() > 1 && gated == original {
+                    gated.reverse();
+                }
+            }
+            _ => {}
+        }
+        for (reference, id) in gated {
+            self.plan.push(json!({ "release": reference }));
+            self.plan.push(json!({ "wait": { "event": "tool_end", "id": id } }));
+        }
+    }
+
+    /// The model's events for `message`: start, a delta per text block and a tool_call per call, each
+    /// with the message so far, then done (or error). With `partial_differs`, the last partial is a
+    /// draft that the final message does not keep.
+    fn events(&mut self, message: &Value, partial_differs: bool) -> Vec<Value> {
+        let blocks = message["content"].as_array().cloned().unwrap_or_default();
+        let partial = |content: &[Value]| wire::assistant(content.to_vec(), "stop", None);
+        let mut events = vec![json!({ "type": "start", "partial": partial(&[]) })];
+        for (i, block) in blocks.iter().enumerate() {
+            let so_far = &blocks[..=i];
+            events.push(match block["type"].as_str() {
+                Some("toolCall") => json!({ "type": "tool_call", "call": block, "partial": partial(so_far) }),
+                _ => json!({ "type": "text_delta", "delta": block["text"], "partial": partial(so_far) }),
+            });
+        }
+        if partial_differs {
+            let draft = format!("draft {}", self.rng.token(5));
+            let mut content = blocks.clone();
+            content.push(wire::text(&draft));
+            events.push(json!({ "type": "text_delta", "delta": draft, "partial": partial(&content) }));
+        }
+        match message.get("errorMessage") {
+            Some(error) => events.push(json!({ "type": "error", "message": error })),
+            None => events.push(json!({ "type": "done", "reason": message["stopReason"] })),
+        }
+        events
+    }
+}
+
+/// A registry tool's definition: an object schema with one required string and an integer.
+pub fn tool_definition(name: &str) -> Value {
+    json!({
+        "name": name,
+        "description": format!("{} a file of the project", name.split('_').next().unwrap_or(name)),
+        "parameters": {
+            "type": "object",
+            "properties": { "path": { "type": "string" }, "limit": { "type": "integer" } },
+            "required": ["path"],
+        },
+    })
+}

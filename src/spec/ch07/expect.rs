@@ -1,0 +1,529 @@
+//! Chapter 07's executable specification: the trace an instance must produce, computed from the
+//! chapter's rules alone (docs/JUDGE.md). It reads like the chapter: check the boundaries, request, forward
+//! the events, append the final message once, then one row of the decision table; a batch starts every
+//! call at once, emits each tool_end as its call completes, and appends the results in call order.
+//!
+//! The result is a graph: each step lists the steps it must come after, so the steps of concurrent
+//! calls may interleave and nothing else may. Where the chapter leaves a choice, the step holds a
+//! freedom node (see `freedoms.rs`); everything else must be equal.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde_json::{json, Value};
+
+use super::wire;
+
+/// The default limit of model requests (the chapter's DEFAULT_MAX_STEPS).
+pub const DEFAULT_MAX_STEPS: u64 = 32;
+/// What the caller writes into its context when a turn has `edit_context` (docs/JUDGE.md).
+pub const EDIT: &str = "edited by the caller";
+/// The length skip's text, the chapter's JSON example word for word.
+pub const LENGTH_TEXT: &str = "Tool call was not executed because the model response was truncated.";
+
+/// The expected graph of `instance`, once per free path the run may take (the Lab 7.6 sibling).
+pub fn alternatives(instance: &Value) -> Vec<Vec<Value>> {
+    let mut found: Vec<Vec<Value>> = Vec::new();
+    for sibling in [Sibling::Skipped, Sibling::Executed] {
+        let mut sim = Sim::new(instance);
+        sim.sibling = sibling;
+        sim.run();
+        if !found.contains(&sim.graph.steps) {
+            found.push(sim.graph.steps);
+        }
+    }
+    found
+}
+
+#[derive(Clone)]
+struct Graph {
+    steps: Vec<Value>,
+    /// The steps the next step in sequence comes after.
+    last: Vec<usize>,
+}
+
+impl Graph {
+    fn add(&mut self, after: &[usize], pattern: Value, rule: &str) -> usize {
+        self.add_with(after, pattern, rule, json!({}))
+    }
+
+    fn add_with(&mut self, after: &[usize], pattern: Value, rule: &str, path_rules: Value) -> usize {
+        let mut step = json!({ "after": after, "match": pattern, "rule": rule });
+        if path_rules.as_object().is_some_and(|o| !o.is_empty()) {
+            step["path_rules"] = path_rules;
+        }
+        self.steps.push(step);
+        self.steps.len() - 1
+    }
+
+    fn then(&mut self, pattern: Value, rule: &str) -> usize {
+        self.then_with(pattern, rule, json!({}))
+    }
+
+    fn then_with(&mut self, pattern: Value, rule: &str, path_rules: Value) -> usize {
+        let after = std::mem::take(&mut self.last);
+        let id = self.add_with(&after, pattern, rule, path_rules);
+        self.last = vec![id];
+        id
+    }
+}
+
+/// How the unique sibling of repeated ids is answered (Lab 7.6): the chapter lets either layer decide.
+#[derive(Clone, Copy, PartialEq)]
+enum Sibling {
+    Skipped,
+    Executed,
+}
+
+#[derive(Clone)]
+struct Sim {
+    instance: Value,
+    graph: Graph,
+    transcript: Vec<Value>,
+    caller_prompt: String,
+    caller_messages: Vec<Value>,
+    edited: bool,
+    aborted: bool,
+    steps: u64,
+    ended: bool,
+    plan: VecDeque<Value>,
+    /// How many behaviours of each call id / tool name have been used.
+    used: BTreeMap<String, usize>,
+    sibling: Sibling,
+    last_batch: usize,
+}
+
+fn text_of(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+fn event(inner: Value) -> Value {
+    json!({ "kind": "event", "event": inner })
+}
+
+impl Sim {
+    fn new(instance: &Value) -> Sim {
+        Sim {
+            instance: instance.clone(),
+            graph: Graph { steps: Vec::new(), last: Vec::new() },
+            transcript: instance["caller"].as_array().cloned().unwrap_or_default(),
+            caller_prompt: text_of(&instance["system_prompt"]),
+            caller_messages: instance["caller"].as_array().cloned().unwrap_or_default(),
+            edited: false,
+            aborted: false,
+            steps: 0,
+            ended: false,
+            plan: instance["plan"].as_array().cloned().unwrap_or_default().into(),
+            used: BTreeMap::new(),
+            sibling: Sibling::Skipped,
+            last_batch: 0,
+        }
+    }
+
+    fn events(&self) -> bool {
+        self.instance["on_event"].as_bool().unwrap_or(true)
+    }
+
+    fn emit(&mut self, inner: Value, rule: &str) {
+        if self.events() {
+            self.graph.then(event(inner), rule);
+        }
+    }
+
+    fn run(&mut self) {
+        if self.steps == 0 && self.graph.steps.is_empty() && self.instance["pre_abort"] == true {
+            self.graph.then(json!({ "kind": "driver", "action": "abort" }), "abort-boundaries");
+            self.aborted = true;
+        }
+        let max = self.instance["max_steps"].as_u64().unwrap_or(DEFAULT_MAX_STEPS);
+        while !self.ended {
+            if self.aborted {
+                self.end("aborted", "abort-boundaries");
+                break;
+            }
+            if self.steps >= max {
+                self.end("maxSteps", "max-steps");
+                break;
+            }
+            self.turn();
+        }
+    }
+
+    fn system_prompt(&self) -> Value {
+        let original = text_of(&self.instance["system_prompt"]);
+        match self.edited {
+            false => json!(original),
+            true => json!({
+                "$bind": "system-prompt-after-edit",
+                "$match": { "$one_of": [original, self.caller_prompt.clone()], "$freedom": "system-prompt-read" },
+            }),
+        }
+    }
+
+    /// One model turn: the request, the events, the final message once, then its row of the table.
+    fn turn(&mut self) {
+        self.steps += 1;
+        let n = self.steps;
+        let request = json!({
+            "kind": "request",
+            "n": n,
+            "system_prompt": self.system_prompt(),
+            "messages": self.transcript.clone(),
+            "tools": self.instance["tools"].clone(),
+            "signal": { "$absent_or": "run" },
+        });
+        let messages_rule = match (n, self.last_batch) {
+            (1, _) => "request",
+            (_, 2..) => "call-order",
+            _ => "next-request",
+        };
+        let path_rules = json!({
+            "system_prompt": "request", "tools": "request", "signal": "request", "messages": messages_rule,
+        });
+        self.graph.then_with(request, messages_rule, path_rules);
+
+        let turns = self.instance["turns"].as_array().cloned().unwrap_or_default();
+        let turn = turns.get(n as usize - 1).cloned().unwrap_or_else(|| {
+            json!({ "message": self.instance["exhausted"], "events": [], "paced": false })
+        });
+        if turn["abort"] == true {
+            self.graph.then(json!({ "kind": "driver", "action": "abort" }), "abort-boundaries");
+            self.aborted = true;
+        }
+        if turn["edit_context"] == true {
+            self.graph.then(json!({ "kind": "driver", "action": "edit_context" }), "caller-untouched");
+            self.edited = true;
+            self.caller_prompt.push_str(EDIT);
+            self.caller_messages.push(wire::user(EDIT));
+        }
+        for e in turn["events"].as_array().cloned().unwrap_or_default() {
+            self.emit(json!({ "type": "model_event", "event": e }), "forward-events");
+        }
+        if turn["paced"] == true && self.events() {
+            let end = json!({ "kind": "driver", "action": "stream_end", "n": n });
+            self.graph.then(end, "forward-while-open");
+        }
+        let message = turn["message"].clone();
+        self.transcript.push(message.clone());
+        self.emit(json!({ "type": "assistant_message", "message": message }), "assistant-once");
+
+        let calls = wire::calls_of(&message);
+        let reason = text_of(&message["stopReason"]);
+        match (reason.as_str(), calls.is_empty()) {
+            ("stop", true) => self.end("stop", "plain-stop"),
+            ("toolUse", true) => self.end("error", "decision-table"),
+            ("toolUse", false) if repeats_an_id(&calls) => self.duplicates(&calls, n),
+            ("toolUse", false) => self.batch(&calls, n),
+            ("stop", false) => {
+                self.skip_all(&calls, "unexpected-stop", n, "decision-table");
+                self.end("error", "decision-table");
+            }
+            (other, _) => {
+                self.skip_all(&calls, other, n, "decision-table");
+                self.end(other, "decision-table");
+            }
+        }
+    }
+
+    fn end(&mut self, reason: &str, rule: &str) {
+        self.emit(json!({ "type": "turn_end", "reason": reason }), rule);
+        let result = json!({
+            "kind": "result",
+            "reason": reason,
+            "steps": self.steps,
+            "messages": self.transcript.clone(),
+            "caller": { "system_prompt": self.caller_prompt.clone(), "messages": self.caller_messages.clone() },
+        });
+        let path_rules = json!({ "caller": "caller-untouched", "messages": "result", "steps": rule, "reason": rule });
+        self.graph.then_with(result, rule, path_rules);
+        self.ended = true;
+    }
+
+    fn skip_all(&mut self, calls: &[Value], reason: &str, turn: u64, rule: &str) {
+        for (i, call) in calls.iter().enumerate() {
+            let result = skipped(call, reason, &format!("{turn}:{i}"));
+            let path_rules = json!({ "event.result": "skipped-result" });
+            if self.events() {
+                let step = event(json!({ "type": "tool_skipped", "result": result }));
+                self.graph.then_with(step, rule, path_rules);
+            }
+            self.transcript.push(result);
+        }
+    }
+
+    /// The next behaviour planned for a call id (executor) or a tool name (`tool:NAME`).
+    fn behaviour(&mut self, reference: &str) -> Option<Value> {
+        let (table, key) = match reference.strip_prefix("tool:") {
+            Some(name) => ("tool_runs", name),
+            None => ("calls", reference),
+        };
+        let used = self.used.entry(reference.to_string()).or_default();
+        let found = self.instance[table][key].get(*used).cloned();
+        *used += 1;
+        found
+    }
+
+    /// A toolUse batch: every call starts at once, each tool_end goes out as its call completes, and
+    /// the results are appended in call order.
+    fn batch(&mut self, calls: &[Value], turn: u64) {
+        let start = std::mem::take(&mut self.graph.last);
+        let results = self.run_calls(calls, turn, &start, &[]);
+        self.transcript.extend(results);
+        self.last_batch = calls.len();
+    }
+
+    /// Runs `calls` (skipping the positions in `skip`), returning their results in call order and
+    /// leaving `graph.last` at the join of every lane and the test's part.
+    fn run_calls(&mut self, calls: &[Value], turn: u64, start: &[usize], skip: &[usize]) -> Vec<Value> {
+        let multi = calls.len() - skip.len() > 1;
+        let begin_rule = if multi { "batch-at-once" } else { "tool-round-trip" };
+        let end_rule = if multi { "end-on-completion" } else { "tool-round-trip" };
+        let executor = self.instance["executor"] == true;
+        let registered: Vec<String> = self.instance["tools"]
+            .as_array()
+            .map(|t| t.iter().map(|d| text_of(&d["name"])).collect())
+            .unwrap_or_default();
+
+        let mut joins: Vec<usize> = Vec::new();
+        let mut results: Vec<Option<Value>> = vec![None; calls.len()];
+        // A gated lane waits at its gate: its last step, and what is left to finish it.
+        let mut gated: BTreeMap<String, (usize, usize, Value)> = BTreeMap::new();
+        let mut tool_end_of: BTreeMap<String, usize> = BTreeMap::new();
+
+        for (i, call) in calls.iter().enumerate() {
+            if skip.contains(&i) {
+                continue;
+            }
+            let id = text_of(&call["id"]);
+            let name = text_of(&call["name"]);
+            let mut lane: Vec<usize> = start.to_vec();
+            if self.events() {
+                let step = event(json!({ "type": "tool_start", "call": call }));
+                lane = vec![self.graph.add(&lane, step, begin_rule)];
+            }
+            let reference = match executor {
+                true => id.clone(),
+                false => format!("tool:{name}"),
+            };
+            let behaviour = match executor || registered.contains(&name) {
+                true => self.behaviour(&reference),
+                false => None,
+            };
+            let result = match (&behaviour, executor) {
+                (None, false) => {
+                    // The built-in executor answers a call to an unknown tool itself.
+                    let text = format!("Tool \"{name}\" not found");
+                    wire::tool_result(&id, &name, vec![wire::text(&text)], Value::Null, true)
+                }
+                (None, true) => unplanned(&id, &name),
+                (Some(b), _) => result_of(call, &b["outcome"], executor, &format!("{turn}:{i}")),
+            };
+            if let Some(b) = &behaviour {
+                let enter = match executor {
+                    true => json!({ "kind": "exec_enter", "via": "executor", "call": call,
+                                    "signal": "run", "ctx_call_id": { "$absent_or": id } }),
+                    false => json!({ "kind": "exec_enter", "via": "tool", "tool": name,
+                                     "arguments": call["arguments"], "signal": "run",
+                                     "ctx_call_id": { "$absent_or": id } }),
+                };
+                let path_rules = json!({ "signal": "executor-gets-signal" });
+                lane = vec![self.graph.add_with(&lane, enter, begin_rule, path_rules)];
+                for content in b["progress"].as_array().cloned().unwrap_or_default() {
+                    let report = json!({ "kind": "exec_progress", "ref": reference, "content": content });
+                    lane = vec![self.graph.add(&lane, report, "progress-with-id")];
+                    if self.events() {
+                        let step = event(json!({ "type": "tool_progress", "toolCallId": id, "content": content }));
+                        lane = vec![self.graph.add(&lane, step, "progress-with-id")];
+                    }
+                }
+                if b["cancel_run"] == true {
+                    self.aborted = true;
+                }
+                if b["gate"] == true {
+                    gated.insert(reference.clone(), (lane[0], i, result.clone()));
+                    results[i] = Some(result);
+                    continue;
+                }
+                let leave = json!({ "kind": "exec_leave", "ref": reference });
+                lane = vec![self.graph.add(&lane, leave, end_rule)];
+            }
+            if self.events() {
+                let step = event(json!({ "type": "tool_end", "result": result }));
+                let path_rules = json!({ "event.result": result_rule(behaviour.as_ref()) });
+                lane = vec![self.graph.add_with(&lane, step, end_rule, path_rules)];
+            }
+            tool_end_of.insert(id.clone(), lane[0]);
+            joins.extend(lane);
+            results[i] = Some(result);
+        }
+
+        if !gated.is_empty() {
+            joins.extend(self.gates(&mut gated, &mut tool_end_of, multi, end_rule));
+        }
+        self.graph.last = match joins.is_empty() {
+            true => start.to_vec(),
+            false => joins,
+        };
+        results.into_iter().flatten().collect()
+    }
+
+    /// The test's part in a gated batch, from the plan: it waits until every gated call waits, maybe
+    /// aborts, then releases each, waiting for its tool_end. Returns the steps the batch's end follows.
+    fn gates(
+        &mut self,
+        gated: &mut BTreeMap<String, (usize, usize, Value)>,
+        tool_end_of: &mut BTreeMap<String, usize>,
+        multi: bool,
+        end_rule: &str,
+    ) -> Vec<usize> {
+        let release_rule = if multi { "batch-at-once" } else { "tool-round-trip" };
+        let mut after: Vec<usize> = Vec::new();
+        let mut joins = Vec::new();
+        let mut first = true;
+        while let Some(action) = self.plan.front().cloned() {
+            if let Some(refs) = action["wait"]["at_gate"].as_array() {
+                if !first {
+                    break;
+                }
+                first = false;
+                after = refs.iter().filter_map(|r| gated.get(&text_of(r)).map(|g| g.0)).collect();
+            } else if action.get("abort").is_some() {
+                let step = json!({ "kind": "driver", "action": "abort" });
+                after = vec![self.graph.add(&after, step, "abort-boundaries")];
+                self.aborted = true;
+            } else if let Some(reference) = action["release"].as_str() {
+                let step = json!({ "kind": "driver", "action": "release", "ref": reference });
+                let release = self.graph.add(&after, step, release_rule);
+                after = vec![release];
+                if let Some((waiting, _, result)) = gated.remove(reference) {
+                    let leave = json!({ "kind": "exec_leave", "ref": reference });
+                    let left = self.graph.add(&[waiting, release], leave, end_rule);
+                    let mut last = left;
+                    if self.events() {
+                        let step = event(json!({ "type": "tool_end", "result": result }));
+                        last = self.graph.add(&[left], step, end_rule);
+                    }
+                    tool_end_of.insert(text_of(&result["toolCallId"]), last);
+                    joins.push(last);
+                }
+            } else if action["wait"]["event"] == "tool_end" {
+                if let Some(&end) = tool_end_of.get(&text_of(&action["wait"]["id"])) {
+                    after = vec![end];
+                }
+            }
+            self.plan.pop_front();
+        }
+        joins.extend(after);
+        joins
+    }
+
+    /// A toolUse message that repeats a call id (Lab 7.6): no repeated call runs, each is answered with
+    /// a duplicate-call-id result, and the run ends error. Whether the unique sibling runs is free.
+    fn duplicates(&mut self, calls: &[Value], turn: u64) {
+        let ids: Vec<String> = calls.iter().map(|c| text_of(&c["id"])).collect();
+        let repeated: Vec<usize> =
+            (0..calls.len()).filter(|&i| ids.iter().filter(|x| **x == ids[i]).count() > 1).collect();
+        let unique: Vec<usize> = (0..calls.len()).filter(|i| !repeated.contains(i)).collect();
+        let start = std::mem::take(&mut self.graph.last);
+        let mut ends = Vec::new();
+        let mut results: Vec<Option<Value>> = vec![None; calls.len()];
+        let executed = self.sibling == Sibling::Executed && !unique.is_empty();
+        let skipped_ones: Vec<usize> = match executed {
+            true => repeated.clone(),
+            false => (0..calls.len()).collect(),
+        };
+        for &i in &skipped_ones {
+            let result = skipped(&calls[i], "duplicate-call-id", &format!("{turn}:{i}"));
+            if self.events() {
+                let step = event(json!({ "type": "tool_skipped", "result": result }));
+                let path_rules = json!({ "event.result": "skipped-result" });
+                ends.push(self.graph.add_with(&start, step, "duplicate-ids", path_rules));
+            }
+            results[i] = Some(result);
+        }
+        if executed {
+            let ran = self.run_calls(calls, turn, &start, &repeated);
+            for (&i, result) in unique.iter().zip(ran) {
+                results[i] = Some(result);
+            }
+            ends.append(&mut self.graph.last);
+        }
+        self.graph.last = if ends.is_empty() { start } else { ends };
+        self.transcript.extend(results.into_iter().flatten());
+        self.end("error", "duplicate-ids");
+    }
+}
+
+fn repeats_an_id(calls: &[Value]) -> bool {
+    let mut ids: Vec<&str> = calls.iter().filter_map(|c| c["id"].as_str()).collect();
+    let before = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.len() < before
+}
+
+/// The rule a tool_end's result pins: passed through, or a failure turned into a result.
+fn result_rule(behaviour: Option<&Value>) -> &'static str {
+    let outcome = behaviour.map(|b| &b["outcome"]);
+    match outcome.and_then(|o| o.as_object()).and_then(|o| o.keys().next()).map(String::as_str) {
+        Some("ok") | None => "result-passes-through",
+        Some(_) => "failure-paired",
+    }
+}
+
+/// The result a call's behaviour must produce. An executor's own result passes through as it is; a
+/// failure becomes an error result with the call's id and name that carries the message (freedom:
+/// the wording); a registry tool's output becomes the built-in executor's result.
+fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value {
+    let id = text_of(&call["id"]);
+    let name = text_of(&call["name"]);
+    if let Some(ok) = outcome.get("ok") {
+        return match executor {
+            true => ok.clone(),
+            false => wire::tool_result(&id, &name, ok["content"].as_array().cloned().unwrap_or_default(),
+                                       ok["details"].clone(), false),
+        };
+    }
+    let (message, debug) = match outcome.as_object().and_then(|o| o.iter().next()) {
+        Some((kind, v)) if kind == "error" => (text_of(&v["message"]), Some(text_of(&v["debug"]))),
+        Some((_, v)) => (text_of(v), None),
+        None => (String::new(), None),
+    };
+    if !executor {
+        // The built-in executor's own wording: the error's message, as is.
+        return wire::tool_result(&id, &name, vec![wire::text(&message)], Value::Null, true);
+    }
+    let without: Vec<String> = debug.into_iter().collect();
+    json!({
+        "role": "toolResult",
+        "toolCallId": id,
+        "toolName": name,
+        "content": [{ "type": "text", "text": {
+            "$bind": format!("failure-text:{key}"),
+            "$match": { "$carries": message, "$without": without, "$freedom": "failure-text" },
+        }}],
+        "details": { "$bind": format!("failure-details:{key}"), "$match": { "$any": "failure-details" } },
+        "isError": true,
+    })
+}
+
+/// A call the driver had no behaviour for (it should never have run): the driver answers it at once.
+fn unplanned(id: &str, name: &str) -> Value {
+    wire::tool_result(id, name, vec![wire::text("unplanned call")], Value::Null, false)
+}
+
+/// The skipped result of a call that must not run. Only length's text is the chapter's own; the
+/// others are free (any non-empty text), the same wherever the result travels.
+pub fn skipped(call: &Value, reason: &str, key: &str) -> Value {
+    let text = match reason {
+        "length" => json!(LENGTH_TEXT),
+        _ => json!({ "$bind": format!("skip-text:{key}"), "$match": { "$text": "skip-text" } }),
+    };
+    json!({
+        "role": "toolResult",
+        "toolCallId": call["id"],
+        "toolName": call["name"],
+        "content": [{ "type": "text", "text": text }],
+        "details": { "skipped": true, "reason": reason },
+        "isError": true,
+    })
+}

@@ -1,0 +1,157 @@
+//! Chapter 07's executable specification: its scenario templates drawn into instances, and the trace
+//! each instance must produce. A new chapter adds a module like this one and its data, nothing else.
+
+mod draw;
+mod expect;
+pub mod freedoms;
+mod scenario;
+mod wire;
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::{Case, Rng};
+
+const RULES: &str = include_str!("../../../chapters/07-agent-loop/rules.toml");
+const CHAPTER: &str = include_str!("../../../chapters/07-agent-loop/chapter.toml");
+
+/// Every scenario of the chapter drawn with `seed`, in the order of the file.
+pub fn cases(seed: u64) -> Vec<Case> {
+    let root = Rng::new(seed);
+    let rules = rules();
+    scenario::all()
+        .into_iter()
+        .map(|s| {
+            let instance = draw::draw(&s, &mut root.fork(&s.name));
+            let expected = expected(&instance, &rules);
+            Case { name: s.name, group: s.group, about: s.about, instance, expected }
+        })
+        .collect()
+}
+
+/// The names and groups of every scenario, without drawing: the test list.
+pub fn names() -> Vec<(String, String)> {
+    scenario::all().into_iter().map(|s| (s.group, s.name)).collect()
+}
+
+/// The expected trace of `instance`: its alternatives, and the rules their steps name.
+fn expected(instance: &Value, rules: &Map<String, Value>) -> Value {
+    let alternatives = expect::alternatives(instance);
+    let mut used = Map::new();
+    for step in alternatives.iter().flatten() {
+        let mut names = vec![step["rule"].as_str().unwrap_or_default().to_string()];
+        if let Some(paths) = step["path_rules"].as_object() {
+            names.extend(paths.values().filter_map(Value::as_str).map(str::to_string));
+        }
+        for name in names {
+            if let Some(rule) = rules.get(&name) {
+                used.insert(name, rule.clone());
+            }
+        }
+    }
+    let alternatives: Vec<Value> = alternatives.into_iter().map(|steps| json!({ "steps": steps })).collect();
+    json!({ "alternatives": alternatives, "rules": used })
+}
+
+#[derive(Deserialize)]
+struct ChapterGroups {
+    group: Vec<GroupName>,
+}
+
+#[derive(Deserialize)]
+struct GroupName {
+    lab: String,
+    name: Value,
+}
+
+/// The rules of `rules.toml`, each with the name of its Lab's group.
+fn rules() -> Map<String, Value> {
+    let table: Map<String, Value> = toml::from_str(RULES).expect("rules.toml parses");
+    let groups: ChapterGroups = toml::from_str(CHAPTER).expect("chapter.toml parses");
+    table
+        .into_iter()
+        .map(|(name, mut rule)| {
+            let lab = rule["lab"].as_str().unwrap_or_default().to_string();
+            if let Some(g) = groups.group.iter().find(|g| g.lab == lab) {
+                rule["group"] = g.name.clone();
+            }
+            (name, rule)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::judge::compare::{compare, Lang};
+
+    /// A trace the expected graph allows: its steps in order, each freedom filled with a value it
+    /// accepts. The comparison must accept it, and must reject it once any step is dropped.
+    fn sample(expected: &Value) -> Vec<Value> {
+        let steps = expected["alternatives"][0]["steps"].as_array().cloned().unwrap_or_default();
+        steps.iter().map(|s| fill(&s["match"])).collect()
+    }
+
+    fn fill(pattern: &Value) -> Value {
+        match pattern {
+            Value::Object(o) if o.contains_key("$text") => json!("not run"),
+            Value::Object(o) if o.contains_key("$carries") => {
+                json!(format!("Tool failed: {}", o["$carries"].as_str().unwrap_or_default()))
+            }
+            Value::Object(o) if o.contains_key("$one_of") => fill(&o["$one_of"][0]),
+            Value::Object(o) if o.contains_key("$bind") => fill(&o["$match"]),
+            Value::Object(o) if o.contains_key("$any") => Value::Null,
+            Value::Object(o) if o.contains_key("$absent_or") => fill(&o["$absent_or"]),
+            Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), fill(v))).collect()),
+            Value::Array(a) => Value::Array(a.iter().map(fill).collect()),
+            other => other.clone(),
+        }
+    }
+
+    #[test]
+    fn every_expected_trace_accepts_its_own_sample_and_rejects_a_step_dropped() {
+        for seed in [1, 2, 3, 99, 12345] {
+            for case in cases(seed) {
+                let trace = sample(&case.expected);
+                assert!(trace.len() >= 2, "{}: {} steps", case.name, trace.len());
+                if let Err(d) = compare(&case.expected, &trace) {
+                    panic!(
+                        "{} (seed {seed}): {}",
+                        case.name,
+                        crate::judge::compare::message(&case.expected, &trace, &d, Lang::En)
+                    );
+                }
+                for drop in [0, trace.len() / 2, trace.len() - 1] {
+                    let mut short = trace.clone();
+                    short.remove(drop);
+                    assert!(compare(&case.expected, &short).is_err(), "{}: step {drop} dropped", case.name);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_seed_draws_the_same_cases_and_another_seed_different_ones() {
+        let (a, b, c) = (cases(5), cases(5), cases(6));
+        assert_eq!(a.len(), b.len());
+        for ((x, y), z) in a.iter().zip(&b).zip(&c) {
+            assert_eq!(x.instance, y.instance, "{}", x.name);
+            assert_eq!(x.expected, y.expected, "{}", x.name);
+            assert_ne!(x.instance, z.instance, "{}", x.name);
+        }
+    }
+
+    #[test]
+    fn every_rule_a_step_names_exists() {
+        let rules = rules();
+        for case in cases(3) {
+            for alt in case.expected["alternatives"].as_array().unwrap() {
+                for step in alt["steps"].as_array().unwrap() {
+                    let rule = step["rule"].as_str().unwrap();
+                    assert!(rules.contains_key(rule), "{}: rule {rule}", case.name);
+                    assert!(rules[rule]["group"].is_object(), "{rule} has a group name");
+                }
+            }
+        }
+    }
+}
