@@ -84,6 +84,15 @@ impl Track {
         }
     }
 
+    /// The full name of the test of scenario `scenario` (snake case) in `group`: `plain_stop::the_x` in
+    /// Rust, `纯文本 stop › the x` in TypeScript (docs/JUDGE.md).
+    pub fn test_name(self, group: &Group, scenario: &str) -> String {
+        match self {
+            Track::Rust => format!("{}{scenario}", self.test_prefix(group)),
+            Track::TypeScript => format!("{}{}", self.test_prefix(group), scenario.replace('_', " ")),
+        }
+    }
+
     /// The track's folder inside a chapter's folder (`""` for the Rust track, which is the chapter's top).
     fn folder(self) -> &'static str {
         match self {

@@ -198,6 +198,10 @@ pub struct LimitArgs {
     /// unconfined), off (debugging only)
     #[arg(long, value_enum, default_value_t = SandboxMode::Auto)]
     pub sandbox: SandboxMode,
+    /// Draw the tests' instances from this seed, to replay a grade exactly (every report names the seed
+    /// it used; by default each grade draws fresh ones)
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -232,6 +236,7 @@ impl From<LimitArgs> for crate::grade::Limits {
             memory_limit: args.memory_limit,
             sandbox: args.sandbox.into(),
             cache: args.cache,
+            seed: args.seed,
         }
     }
 }

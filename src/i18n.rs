@@ -55,6 +55,14 @@ impl Lang {
         .unwrap_or_default()
     }
 
+    /// This language for the judge's messages (`harness/src/judge.rs`, which knows no `Lang` of ours).
+    pub fn judge(self) -> crate::judge::compare::Lang {
+        match self {
+            Lang::Zh => crate::judge::compare::Lang::Zh,
+            Lang::En => crate::judge::compare::Lang::En,
+        }
+    }
+
     /// `zh` or `en`, as `PI_COURSE_LANG` spells it.
     pub fn code(self) -> &'static str {
         match self {

@@ -1,65 +1,82 @@
-//! The channel between `pi-course grade` and a graded test process. Both sides compile this file.
+//! The channel between `pi-course grade` and a graded test process (protocol 2, docs/JUDGE.md). Both
+//! sides compile this file.
 //!
 //! The grader starts the test executable with two extra file descriptors:
 //!
-//! - [`ORDERS_FD`], a pipe the grader filled and closed: a per-grade secret key on the first line, then
-//!   [`LIST`] or [`RUN`] and, for a run, one test name per line;
+//! - [`ORDERS_FD`], a pipe the grader filled and closed: a per-grade key on the first line, then [`RUN`],
+//!   then one test per line: its name, a tab, and its instance (one line of JSON);
 //! - [`VERDICTS_FD`], a socket whose other end the grader reads: one JSON record per line, each carrying
-//!   the key.
+//!   the key: a test `started`, each `step` the driver observed, the test `finished`.
 //!
-//! The harness reads its orders and closes that descriptor before any test runs, so the code under test
-//! can neither learn the key nor read the verdicts: the learner's crate forbids `unsafe`, the sandbox
-//! hides `/proc`, and a socket, unlike a pipe, cannot be opened again through `/proc/self/fd`. A record
-//! without the key is not a verdict; nothing on stdout or stderr ever is.
+//! A test process never sends a verdict: it has none. The grader judges each test's steps against the
+//! trace it expects, which no test process ever sees. The key only keeps stray lines apart from records.
 
 /// Set (to any value) in the environment of a graded test process.
 pub const ENV: &str = "PI_COURSE_GRADED";
 pub const ORDERS_FD: i32 = 3;
 pub const VERDICTS_FD: i32 = 4;
-/// Orders: write every test's name as a [`Record::Listed`].
-pub const LIST: &str = "list";
-/// Orders: run the named tests, in order, one at a time.
+/// Orders: run the tests that follow, in order, one at a time.
 pub const RUN: &str = "run";
 
-/// One line on the verdict channel.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One line on the channel.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Record {
-    Listed { test: String },
     Started { test: String },
-    Passed { test: String },
-    Failed { test: String, message: String },
+    Step { test: String, step: serde_json::Value },
+    Finished { test: String },
 }
 
 impl Record {
     /// The record as one line of JSON, ending in `\n`.
     pub fn encode(&self, key: &str) -> String {
-        let (event, test, message) = match self {
-            Record::Listed { test } => ("listed", test, None),
-            Record::Started { test } => ("started", test, None),
-            Record::Passed { test } => ("passed", test, None),
-            Record::Failed { test, message } => ("failed", test, Some(message)),
+        let value = match self {
+            Record::Started { test } => serde_json::json!({ "key": key, "event": "started", "test": test }),
+            Record::Step { test, step } => {
+                serde_json::json!({ "key": key, "event": "step", "test": test, "step": step })
+            }
+            Record::Finished { test } => serde_json::json!({ "key": key, "event": "finished", "test": test }),
         };
-        let value =
-            serde_json::json!({ "key": key, "event": event, "test": test, "message": message });
         format!("{value}\n")
     }
 
     /// The record on `line`, if it is one and carries `key`.
     pub fn decode(line: &str, key: &str) -> Option<Record> {
-        let value: serde_json::Value = serde_json::from_str(line).ok()?;
+        let mut value: serde_json::Value = serde_json::from_str(line).ok()?;
         if value.get("key")?.as_str()? != key {
             return None;
         }
         let test = value.get("test")?.as_str()?.to_string();
         Some(match value.get("event")?.as_str()? {
-            "listed" => Record::Listed { test },
             "started" => Record::Started { test },
-            "passed" => Record::Passed { test },
-            "failed" => Record::Failed {
-                test,
-                message: value.get("message")?.as_str()?.to_string(),
-            },
+            "step" => Record::Step { test, step: value.get_mut("step")?.take() },
+            "finished" => Record::Finished { test },
             _ => return None,
         })
     }
+}
+
+/// The orders for `tests` (name and instance JSON on one line each) under `key`.
+pub fn orders(key: &str, tests: &[(String, String)]) -> String {
+    let mut text = format!("{key}\n{RUN}\n");
+    for (name, instance) in tests {
+        text.push_str(name);
+        text.push('\t');
+        text.push_str(instance);
+        text.push('\n');
+    }
+    text
+}
+
+/// The key and the tests of `orders`: `None` when they are not orders at all.
+pub fn parse_orders(orders: &str) -> Option<(String, Vec<(String, String)>)> {
+    let mut lines = orders.lines();
+    let key = lines.next()?.to_string();
+    if lines.next()? != RUN {
+        return None;
+    }
+    let tests = lines
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(name, instance)| (name.to_string(), instance.to_string()))
+        .collect();
+    Some((key, tests))
 }

@@ -1,9 +1,10 @@
-//! The grader's end of the verdict channel (see `harness/src/protocol.rs`, which both sides compile):
-//! start a test process with its orders and a per-grade key, then read its records.
+//! The grader's end of the channel (see `harness/src/protocol.rs`, which both sides compile): start a test
+//! process with its orders (a per-grade key and each test's instance), then read its records: the steps
+//! the driver observed, never a verdict.
 //!
-//! A test's verdict comes only from a record that carries the key. Nothing the process prints, and no way
-//! it can end, makes a pass: the key never reaches the code under test, and the descriptors it travels on
-//! are closed (orders) or unreachable (verdicts) before any test runs.
+//! The test process is assumed to be the attacker's (docs/JUDGE.md): what it sends is only ever a trace
+//! that the grader judges. The key keeps stray lines of output apart from records; it is not what makes a
+//! pass earned.
 
 // The grader only decodes records; encoding is the harness's side (and this module's tests').
 #[allow(dead_code)]
@@ -14,7 +15,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Stdio;
 
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
@@ -32,11 +33,16 @@ pub fn new_key() -> io::Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// What a test process is told to do.
-pub enum Orders<'a> {
-    List,
-    Run(&'a [String]),
+/// A fresh seed for one grade's instances, from the system's random source.
+pub fn new_seed() -> io::Result<u64> {
+    let mut bytes = [0u8; 8];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    // Seeds up to 2^53 print the same in every JSON reader.
+    Ok(u64::from_le_bytes(bytes) >> 11)
 }
+
+/// What a test process is told to do: run these tests, each a name and its instance (one line of JSON).
+pub struct Orders<'a>(pub &'a [(String, String)]);
 
 /// A running test process.
 pub struct TestProcess {
@@ -65,10 +71,7 @@ impl TestProcess {
         // A socket, not a pipe: a pipe can be opened again through /proc/self/fd (for reading, too), a
         // socket cannot; and what the harness writes on its end can only be read on ours.
         let (verdicts_read, verdicts_write) = std::os::unix::net::UnixStream::pair()?;
-        let text = match orders {
-            Orders::List => format!("{key}\n{}\n", protocol::LIST),
-            Orders::Run(names) => format!("{key}\n{}\n{}\n", protocol::RUN, names.join("\n")),
-        };
+        let text = protocol::orders(key, orders.0);
         // The orders are small, but a pipe holds only so much: write them beside the child, not before.
         let writer = std::thread::spawn(move || {
             let _ = orders_write.write_all(text.as_bytes());
@@ -111,7 +114,7 @@ impl TestProcess {
             child,
             group,
             verdicts: Verdicts {
-                lines: BufReader::new(verdicts).lines(),
+                reader: BufReader::new(verdicts),
                 key: key.to_string(),
             },
             _scratch: scratch,
@@ -119,24 +122,60 @@ impl TestProcess {
     }
 }
 
-/// The grader's end of a test process's verdict pipe.
+/// The longest line the grader reads from a test process: a step bigger than this is not kept.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// What arrived on the channel.
+#[derive(Debug)]
+pub enum Received {
+    Record(Record),
+    /// A line longer than [`MAX_LINE`]: dropped unread, so the grader's memory stays bounded.
+    Oversized,
+}
+
+/// The grader's end of a test process's channel.
 pub struct Verdicts {
-    lines: Lines<BufReader<UnixStream>>,
+    reader: BufReader<UnixStream>,
     key: String,
 }
 
 impl Verdicts {
     /// The next record with this grade's key; `None` once the process closed the channel (it ended).
-    /// Lines without the key are not records and are skipped.
-    pub async fn next(&mut self) -> Option<Record> {
+    /// Lines without the key are not records and are skipped; a line past [`MAX_LINE`] is skipped
+    /// without being held.
+    pub async fn next(&mut self) -> Option<Received> {
+        use tokio::io::AsyncReadExt;
         loop {
-            match self.lines.next_line().await {
-                Ok(Some(line)) => {
-                    if let Some(record) = Record::decode(&line, &self.key) {
-                        return Some(record);
+            let mut line = Vec::new();
+            let read = (&mut self.reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line).await;
+            match read {
+                Ok(0) | Err(_) => return None,
+                Ok(_) if line.len() > MAX_LINE && line.last() != Some(&b'\n') => {
+                    // Skip the rest of the line, a buffer at a time.
+                    loop {
+                        let buffer = self.reader.fill_buf().await.ok()?;
+                        if buffer.is_empty() {
+                            return None;
+                        }
+                        match buffer.iter().position(|b| *b == b'\n') {
+                            Some(at) => {
+                                self.reader.consume(at + 1);
+                                break;
+                            }
+                            None => {
+                                let all = buffer.len();
+                                self.reader.consume(all);
+                            }
+                        }
+                    }
+                    return Some(Received::Oversized);
+                }
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&line);
+                    if let Some(record) = Record::decode(text.trim_end(), &self.key) {
+                        return Some(Received::Record(record));
                     }
                 }
-                Ok(None) | Err(_) => return None,
             }
         }
     }

@@ -100,7 +100,7 @@ mod tests {
         let outcome = if passed {
             Outcome::Passed
         } else {
-            Outcome::Panicked {
+            Outcome::Diverged {
                 message: "no".into(),
             }
         };

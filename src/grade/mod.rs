@@ -63,6 +63,8 @@ pub struct GradeOptions {
     /// Grades running at once in this process (`grade-class --jobs`): they share the machine's memory
     /// for test processes (see [`runner::Runner::max_live`]).
     pub grades_at_once: usize,
+    /// The seed the instances are drawn with (`--seed`); `None`: a fresh one for every grade.
+    pub seed: Option<u64>,
 }
 
 impl GradeOptions {
@@ -80,6 +82,7 @@ impl GradeOptions {
             record_last_grade: true,
             slots: cache::SLOTS,
             grades_at_once: 1,
+            seed: None,
         }
     }
 }
@@ -97,6 +100,8 @@ pub struct Limits {
     pub sandbox: crate::sandbox::Mode,
     /// `--cache` or `PI_COURSE_CACHE`; `None`: the platform's cache directory.
     pub cache: Option<PathBuf>,
+    /// `--seed`: the instances' seed, to replay a grade; `None`: fresh ones.
+    pub seed: Option<u64>,
 }
 
 /// What `pi-course grade` was asked to do.
@@ -129,6 +134,7 @@ impl GradeOptions {
         })?;
         let mut opts = GradeOptions::new(cache, Duration::from_secs(args.timeout), sandbox, lang);
         opts.build_timeout = Duration::from_secs(args.build_timeout);
+        opts.seed = args.seed;
         Ok(opts)
     }
 }
@@ -295,6 +301,7 @@ fn empty_result(chapter: &Chapter, groups: &[Group], opts: &GradeOptions) -> Gra
             .collect(),
         elapsed: Duration::ZERO,
         partial_credit: chapter.partial_credit,
+        seed: None,
     }
 }
 
@@ -390,6 +397,25 @@ async fn build_and_run(
 
     progress(Stage::Listing);
     let key = channel::new_key().map_err(|e| io_problem("/dev/urandom", e))?;
+    // Fresh instances for every grade (docs/JUDGE.md): nothing from a practice directory or an earlier
+    // grade can answer them. `--seed` replays a grade exactly.
+    let seed = match opts.seed {
+        Some(seed) => seed,
+        None => channel::new_seed().map_err(|e| io_problem("/dev/urandom", e))?,
+    };
+    result.seed = Some(seed);
+    let cases = crate::spec::cases(&chapter.id, seed).unwrap_or_default();
+    let mut planned = std::collections::BTreeMap::new();
+    let mut names = Vec::new();
+    for case in cases {
+        let Some(group) = chapter.groups.iter().find(|g| g.slug == case.group) else {
+            continue;
+        };
+        let name = chapter.track.test_name(group, &case.name);
+        let instance = case.instance.to_string();
+        planned.insert(name.clone(), runner::Planned { instance, expected: case.expected });
+        names.push(name);
+    }
     let mut envs = vec![("PI_COURSE_LANG".into(), opts.lang.code().into())];
     envs.extend(command.envs.iter().cloned());
     let runner = runner::Runner {
@@ -400,17 +426,8 @@ async fn build_and_run(
         key,
         envs,
         grades_at_once: opts.grades_at_once,
-    };
-    let names = match listed(&build_dir.target) {
-        Some(names) => names,
-        None => {
-            let names = runner
-                .list()
-                .await
-                .map_err(|output| Problem::List { output })?;
-            remember_list(&build_dir.target, &names);
-            names
-        }
+        cases: std::sync::Arc::new(planned),
+        lang: opts.lang.judge(),
     };
     let chosen: Vec<String> = result
         .groups
@@ -459,24 +476,6 @@ async fn build_and_run(
     Ok(())
 }
 
-/// Where a build slot keeps the names of its tests. They are a property of the given files alone (the
-/// tests register themselves in the given test crate, before any learner code runs), so every build of
-/// a slot lists the same tests, and a re-grade need not start a process to ask again.
-fn list_record(target: &std::path::Path) -> PathBuf {
-    target.join(".pi-course-tests")
-}
-
-fn listed(target: &std::path::Path) -> Option<Vec<String>> {
-    let text = std::fs::read_to_string(list_record(target)).ok()?;
-    let names: Vec<String> = serde_json::from_str(&text).ok()?;
-    (!names.is_empty()).then_some(names)
-}
-
-fn remember_list(target: &std::path::Path, names: &[String]) {
-    let json = serde_json::to_string(names).expect("names serialize");
-    // A list that cannot be kept is asked for again next time; nothing else depends on it.
-    let _ = atomic_file::write(&list_record(target), json.as_bytes());
-}
 
 /// The `grade` command: open, select, grade, report. Exit 0 pass, 1 fail or error, 2 bad input.
 pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode> {

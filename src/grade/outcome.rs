@@ -11,8 +11,8 @@ use crate::i18n::Lang;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Passed,
-    /// The test panicked (an assertion, a `todo!()`, an `unwrap`): the panic message.
-    Panicked {
+    /// The trace left the chapter's rules: where and how, as the judge explains it (docs/JUDGE.md).
+    Diverged {
         message: String,
     },
     /// The test failed without a panic message we could find: what it printed.
@@ -96,7 +96,7 @@ impl Outcome {
     pub fn text_mut(&mut self) -> Option<&mut String> {
         match self {
             Outcome::Passed => None,
-            Outcome::Panicked { message } => Some(message),
+            Outcome::Diverged { message } => Some(message),
             Outcome::Failed { output }
             | Outcome::TimedOut { output, .. }
             | Outcome::Signalled { output, .. }
@@ -127,7 +127,7 @@ impl TestResult {
         };
         Some(match &self.outcome {
             Outcome::Passed => return None,
-            Outcome::Panicked { message } => message.clone(),
+            Outcome::Diverged { message } => message.clone(),
             Outcome::Failed { output } => {
                 with_output(lang.t("grade-test-failed-no-panic", &[]), output)
             }
@@ -290,8 +290,6 @@ pub enum Problem {
     Cargo { output: String },
     /// A tool of the track's toolchain failed without a compiler error, or is missing (npm, node, tsc).
     Toolchain { tool: String, output: String },
-    /// Listing the tests failed.
-    List { output: String },
     /// Something around the grade failed: the cache directory, starting a process.
     Io { what: String, error: String },
     /// The build cache was removed while the build ran (the build failed because of it).
@@ -347,6 +345,8 @@ pub struct GradeResult {
     pub elapsed: Duration,
     /// The chapter gives partial credit within a group (see `Chapter::partial_credit`).
     pub partial_credit: bool,
+    /// The seed this grade's instances were drawn with; `None` when no test ran.
+    pub seed: Option<u64>,
 }
 
 impl GradeResult {
@@ -451,7 +451,6 @@ impl Problem {
             Problem::Toolchain { tool, output } => {
                 with_output(lang.t("grade-toolchain-failed", &[("tool", tool)]), output)
             }
-            Problem::List { output } => with_output(lang.t("grade-list-failed", &[]), output),
             Problem::Io { what, error } => {
                 lang.t("grade-io-failed", &[("what", what), ("error", error)])
             }
@@ -534,7 +533,7 @@ mod tests {
             after: Duration::from_secs(1),
             output: String::new(),
         };
-        let fail = Outcome::Panicked {
+        let fail = Outcome::Diverged {
             message: "no".into(),
         };
         let g = graded(
@@ -554,7 +553,7 @@ mod tests {
 
     #[test]
     fn optional_groups_do_not_decide() {
-        let fail = Outcome::Panicked {
+        let fail = Outcome::Diverged {
             message: "no".into(),
         };
         let r = result(vec![
@@ -573,7 +572,7 @@ mod tests {
     #[test]
     fn points_are_all_or_nothing_unless_partial_and_a_bonus_never_passes_the_maximum() {
         let fail = || {
-            test(Outcome::Panicked {
+            test(Outcome::Diverged {
                 message: "no".into(),
             })
         };

@@ -1,8 +1,10 @@
-//! Stages 4 and 5, list and run: ask the test executable for its tests, then run them, several processes
-//! at a time, each process in its own process group and sandbox.
+//! Stage 4, run: run the tests, several processes at a time, each process in its own process group and
+//! sandbox, and judge each test's trace.
 //!
-//! Verdicts come only over the channel (see [`channel`]): a test passes when the harness says so with
-//! this grade's key, never because of what the process printed or how it ended.
+//! A test process is a driver (docs/JUDGE.md): it gets each test's instance in its orders and sends back,
+//! over the channel (see [`channel`]), the steps it observed. The runner judges every test here, outside
+//! the process, by comparing its steps with the expected trace the process never saw. What the process
+//! printed, or how it ended, never makes a pass.
 //!
 //! The tests first run in batches, one process per core, which costs about what `cargo test` costs. A test
 //! that does not end within [`SLOW`] (the chapter's tests take milliseconds), a crash or an early exit
@@ -14,16 +16,19 @@
 //! probably hung, and waiting for its timeout must not hold up the others. At most [`Runner::max_live`]
 //! test processes exist at once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
 
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use super::channel::{Orders, Record, TestProcess};
+use super::channel::{Orders, Received, Record, TestProcess};
 use super::outcome::{Outcome, TestResult};
 use super::toolchain::TestCommand;
+use crate::judge::compare;
 use crate::process::Captured;
 use crate::sandbox::Sandbox;
 
@@ -34,6 +39,48 @@ pub const MAX_LIVE: usize = 32;
 /// How long a pipe may stay open after its test's process group was killed (a process that left the group
 /// could hold it forever).
 const DRAIN: Duration = Duration::from_secs(2);
+/// The most steps one test's trace may hold; a loop that runs on past it gets an `overflow` step.
+pub const MAX_STEPS: usize = 4_000;
+/// The most bytes of steps one test's trace may hold.
+pub const MAX_TRACE_BYTES: usize = 4 << 20;
+
+/// One test as the grade planned it: the instance its driver gets and the trace the judge expects.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The instance, as one line of JSON.
+    pub instance: String,
+    pub expected: Value,
+}
+
+/// A test's steps as they arrive, bounded by [`MAX_STEPS`] and [`MAX_TRACE_BYTES`].
+#[derive(Debug, Default)]
+struct Trace {
+    steps: Vec<Value>,
+    bytes: usize,
+    full: bool,
+}
+
+impl Trace {
+    fn push(&mut self, step: Value) {
+        if self.full {
+            return;
+        }
+        let size = step.to_string().len();
+        if self.steps.len() >= MAX_STEPS || self.bytes + size > MAX_TRACE_BYTES {
+            self.overflow();
+            return;
+        }
+        self.bytes += size;
+        self.steps.push(step);
+    }
+
+    fn overflow(&mut self) {
+        if !self.full {
+            self.full = true;
+            self.steps.push(json!({ "kind": "overflow" }));
+        }
+    }
+}
 
 /// How to run the tests of one executable.
 #[derive(Debug, Clone)]
@@ -48,16 +95,45 @@ pub struct Runner {
     pub envs: Vec<(String, String)>,
     /// Grades running at once in this process, sharing the machine's memory.
     pub grades_at_once: usize,
+    /// Every test this grade may run, by full name.
+    pub cases: Arc<BTreeMap<String, Planned>>,
+    /// The language of the judge's messages.
+    pub lang: compare::Lang,
 }
 
 impl Runner {
-    fn start(&self, orders: Orders<'_>) -> std::io::Result<TestProcess> {
+    fn start(&self, names: &[String]) -> std::io::Result<TestProcess> {
         let envs: Vec<(&str, &str)> = self
             .envs
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        TestProcess::start(&self.command, &self.sandbox, &self.key, orders, &envs)
+        let tests: Vec<(String, String)> = names
+            .iter()
+            .filter_map(|n| self.cases.get(n).map(|c| (n.clone(), c.instance.clone())))
+            .collect();
+        TestProcess::start(&self.command, &self.sandbox, &self.key, Orders(&tests), &envs)
+    }
+
+    /// The verdict on `name`'s trace: a pass when it is one the chapter allows, else the first
+    /// divergence, explained.
+    fn judge(&self, name: &str, trace: &[Value]) -> Outcome {
+        let Some(case) = self.cases.get(name) else {
+            return Outcome::Failed { output: format!("no such test: {name}") };
+        };
+        match compare::judge(&case.expected, trace, self.lang) {
+            None => Outcome::Passed,
+            Some(message) => Outcome::Diverged { message },
+        }
+    }
+
+    /// Where an unfinished trace stood when its process ended or ran out of time, for the message.
+    fn so_far(&self, name: &str, mut trace: Vec<Value>, end: Value) -> String {
+        trace.push(end);
+        match self.judge(name, &trace) {
+            Outcome::Diverged { message } => format!("{message}\n"),
+            _ => String::new(),
+        }
     }
 
     /// Test processes alive at once: [`MAX_LIVE`], fewer when that many at the memory limit would not fit
@@ -69,31 +145,6 @@ impl Runner {
             .map(|total| (total / 2 / share / memory) as usize)
             .unwrap_or(MAX_LIVE);
         fit.clamp(self.jobs.max(1), MAX_LIVE.max(self.jobs))
-    }
-
-    /// Every test the executable holds, by full name.
-    pub async fn list(&self) -> Result<Vec<String>, String> {
-        let mut process = self.start(Orders::List).map_err(|e| e.to_string())?;
-        let mut names = Vec::new();
-        let listing = async {
-            while let Some(record) = process.verdicts.next().await {
-                if let Record::Listed { test } = record {
-                    names.push(test);
-                }
-            }
-            process.child.wait().await
-        };
-        let status = tokio::time::timeout(self.timeout.max(Duration::from_secs(10)), listing).await;
-        process.group.kill();
-        match status {
-            // A listing that named no test failed, however the process ended: the given tests always
-            // register some, so something stopped the harness before it listed them.
-            Ok(Ok(status)) if status.success() && !names.is_empty() => Ok(names),
-            _ => {
-                let (stdout, stderr) = drain(process.stdout, process.stderr).await;
-                Err(format!("{}{}", stdout.text(), stderr.text()))
-            }
-        }
     }
 
     /// Runs the tests, each batch in one process first (see [`batches`]); every test a batch leaves
@@ -149,53 +200,55 @@ impl Runner {
     }
 
     /// Runs `names` in one process, following its records. Stops at the first sign of trouble: a test
-    /// still running after [`SLOW`], or the process ending. Tests that got a verdict keep it; every other
-    /// test comes back as a job to run alone.
+    /// still running after [`SLOW`], or the process ending. Tests whose trace was finished are judged;
+    /// every other test comes back as a job to run alone.
     async fn run_batch(
         &self,
         names: Vec<String>,
         slot: tokio::sync::OwnedSemaphorePermit,
     ) -> Vec<Job> {
-        let Ok(mut process) = self.start(Orders::Run(&names)) else {
+        let Ok(mut process) = self.start(&names) else {
             return names.into_iter().map(Job::Alone).collect();
         };
         let mut jobs = Vec::new();
         let mut judged = HashSet::new();
-        let mut current: Option<(String, Instant)> = None;
+        let mut current: Option<(String, Instant, Trace)> = None;
         let started = Instant::now();
         loop {
             // A test gets SLOW; the harness itself (starting, reading its orders) gets the whole timeout.
             let deadline = match &current {
-                Some((_, at)) => *at + SLOW,
+                Some((_, at, _)) => *at + SLOW,
                 None => started + self.timeout,
             };
-            let record = tokio::select! {
-                record = process.verdicts.next() => record,
+            let received = tokio::select! {
+                received = process.verdicts.next() => received,
                 _ = tokio::time::sleep_until(deadline.into()) => break,
             };
-            let Some(record) = record else { break };
-            let (name, outcome) = match record {
-                Record::Started { test } => {
-                    current = Some((test, Instant::now()));
-                    continue;
+            let Some(received) = received else { break };
+            match received {
+                Received::Record(Record::Started { test }) => {
+                    let fresh = names.contains(&test) && !judged.contains(&test);
+                    current = fresh.then(|| (test, Instant::now(), Trace::default()));
                 }
-                Record::Passed { test } => (test, Outcome::Passed),
-                Record::Failed { test, message } => (test, Outcome::Panicked { message }),
-                Record::Listed { .. } => continue,
-            };
-            let duration = match current.take() {
-                Some((running, at)) if running == name => at.elapsed(),
-                _ => Duration::ZERO,
-            };
-            if names.contains(&name) && judged.insert(name.clone()) {
-                jobs.push(Job::Done(
-                    name.clone(),
-                    TestResult {
-                        name,
-                        outcome,
-                        duration,
-                    },
-                ));
+                Received::Record(Record::Step { test, step }) => match &mut current {
+                    Some((running, _, trace)) if *running == test => trace.push(step),
+                    _ => {}
+                },
+                Received::Oversized => {
+                    if let Some((_, _, trace)) = &mut current {
+                        trace.overflow();
+                    }
+                }
+                Received::Record(Record::Finished { test }) => {
+                    let Some((running, at, trace)) = current.take() else { continue };
+                    if running != test {
+                        continue;
+                    }
+                    let outcome = self.judge(&running, &trace.steps);
+                    judged.insert(running.clone());
+                    let duration = at.elapsed();
+                    jobs.push(Job::Done(running.clone(), TestResult { name: running, outcome, duration }));
+                }
             }
         }
         process.group.kill();
@@ -213,8 +266,8 @@ impl Runner {
     }
 
     /// Runs one test in a process of its own, with the full timeout. The process group is killed at the
-    /// timeout, and in any case once the leader has exited (nothing a test started survives it). `slot`
-    /// is released after [`SLOW`].
+    /// timeout, once the trace is finished, and in any case once the leader has exited (nothing a test
+    /// started survives it). `slot` is released after [`SLOW`].
     async fn run_alone(&self, name: String, slot: tokio::sync::OwnedSemaphorePermit) -> TestResult {
         let started = Instant::now();
         let result = |outcome| TestResult {
@@ -222,8 +275,7 @@ impl Runner {
             outcome,
             duration: started.elapsed(),
         };
-        let names = [name.clone()];
-        let mut process = match self.start(Orders::Run(&names)) {
+        let mut process = match self.start(std::slice::from_ref(&name)) {
             Ok(process) => process,
             Err(e) => {
                 return result(Outcome::Failed {
@@ -236,20 +288,19 @@ impl Runner {
         tokio::pin!(deadline);
         let slow = tokio::time::sleep(SLOW);
         tokio::pin!(slow);
-        let mut verdict = None;
+        let mut trace = Trace::default();
         let mut began = false;
+        let mut finished = false;
         let mut channel_open = true;
         let status = loop {
             tokio::select! {
-                record = process.verdicts.next(), if channel_open => match record {
-                    Some(Record::Started { test }) if test == name => began = true,
-                    Some(Record::Passed { test }) if test == name => verdict = Some(Outcome::Passed),
-                    Some(Record::Failed { test, message }) if test == name => {
-                        verdict = Some(Outcome::Panicked { message })
+                received = process.verdicts.next(), if channel_open => {
+                    match receive(&name, received, &mut trace, &mut began) {
+                        Some(true) => { finished = true; break None; }
+                        Some(false) => channel_open = false,
+                        None => {}
                     }
-                    Some(_) => {}
-                    None => channel_open = false,
-                },
+                }
                 status = process.child.wait() => break status.ok(),
                 _ = &mut deadline => break None,
                 _ = &mut slow, if slot.is_some() => slot = None,
@@ -261,37 +312,54 @@ impl Runner {
             let _ = process.child.wait().await;
         }
         // Records written just before the process ended are still in the pipe.
-        while channel_open && verdict.is_none() {
+        while channel_open && !finished {
             match tokio::time::timeout(DRAIN, process.verdicts.next()).await {
-                Ok(Some(Record::Passed { test })) if test == name => {
-                    verdict = Some(Outcome::Passed)
-                }
-                Ok(Some(Record::Failed { test, message })) if test == name => {
-                    verdict = Some(Outcome::Panicked { message })
-                }
-                Ok(Some(Record::Started { test })) if test == name => began = true,
-                Ok(Some(_)) => {}
-                _ => channel_open = false,
+                Ok(received) => match receive(&name, received, &mut trace, &mut began) {
+                    Some(true) => finished = true,
+                    Some(false) => channel_open = false,
+                    None => {}
+                },
+                Err(_) => channel_open = false,
             }
         }
         drop(slot);
+        if finished {
+            process.stdout.abort();
+            process.stderr.abort();
+            return result(self.judge(&name, &trace.steps));
+        }
         let (stdout, stderr) = drain(process.stdout, process.stderr).await;
-        let output = format!("{}{}", stdout.text(), stderr.text());
-        let outcome = match (verdict, status) {
-            (Some(verdict), _) => verdict,
-            (None, None) => Outcome::TimedOut {
+        let printed = format!("{}{}", stdout.text(), stderr.text());
+        let outcome = match status {
+            None => Outcome::TimedOut {
                 after: self.timeout,
-                output,
+                output: self.so_far(&name, trace.steps, json!({ "kind": "timeout" })) + &printed,
             },
-            (None, Some(status)) => super::outcome::ended_without_verdict(
-                status,
-                began,
-                output,
-                self.sandbox.limits().memory,
-            ),
+            Some(status) => {
+                let end = json!({ "kind": "exit", "detail": format!("{status}") });
+                let output = match began {
+                    true => self.so_far(&name, trace.steps, end) + &printed,
+                    false => printed,
+                };
+                super::outcome::ended_without_verdict(status, began, output, self.sandbox.limits().memory)
+            }
         };
         result(outcome)
     }
+}
+
+/// Follows one record of `name`'s process: `Some(true)` once its trace is finished, `Some(false)` once
+/// the channel closed.
+fn receive(name: &str, received: Option<Received>, trace: &mut Trace, began: &mut bool) -> Option<bool> {
+    match received {
+        Some(Received::Record(Record::Started { test })) if test == name => *began = true,
+        Some(Received::Record(Record::Step { test, step })) if test == name && *began => trace.push(step),
+        Some(Received::Record(Record::Finished { test })) if test == name && *began => return Some(true),
+        Some(Received::Oversized) if *began => trace.overflow(),
+        Some(_) => {}
+        None => return Some(false),
+    }
+    None
 }
 
 /// Work for the runner, and its results.
@@ -449,7 +517,7 @@ test result: ok. 1 passed;");
         assert_eq!(by_name("passes"), Some(&Outcome::Passed));
         assert_eq!(
             by_name("fails"),
-            Some(&Outcome::Panicked {
+            Some(&Outcome::Diverged {
                 message: "arithmetic is broken".into()
             })
         );
@@ -492,7 +560,7 @@ test result: ok. 1 passed;");
         let results = rt.block_on(runner.run(&[clean], &|_| {}));
         assert_eq!(results.len(), 2, "{results:?}");
         assert_eq!(results[0].outcome, Outcome::Passed);
-        assert!(matches!(&results[1].outcome, Outcome::Panicked { .. }));
+        assert!(matches!(&results[1].outcome, Outcome::Diverged { .. }));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! {"version": 1, "chapter": "07", "status": "pass" | "fail" | "error", "message": "…", "warnings": ["…"],
 //!  "score": 80.0, "max": 100.0,
 //!  "sandbox": {"active": true, "layers": ["landlock-fs", "no-network", …], "reason": null},
+//!  "instances": {"seed": 1234},
 //!  "groups": [{"slug": "plain-stop", "name": "纯文本 stop", "lab": "7.1", "optional": true,
 //!              "status": "pass" | "fail" | "timeout" | "error", "passed": 3, "total": 3,
 //!              "score": 20.0, "max": 20.0, "message": "…",
@@ -17,6 +18,8 @@
 //! groups, which never decide `status`. A group's `message` appears only when its status is `error`. A
 //! test's `message` is `null` when it passed. Names and messages are in the chosen language. `sandbox` says
 //! what protected the grade; when `active` is false, `reason` says why learner code ran unconfined.
+//! `instances.seed` is the seed the grade drew its tests' instances with (`null` when no test ran):
+//! `pi-course grade --seed N` replays the grade exactly.
 
 use serde::Serialize;
 
@@ -35,7 +38,13 @@ struct Report<'a> {
     score: f64,
     max: f64,
     sandbox: &'a crate::sandbox::Protection,
+    instances: Instances,
     groups: Vec<Group<'a>>,
+}
+
+#[derive(Serialize)]
+struct Instances {
+    seed: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -72,6 +81,7 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
         score: result.score(),
         max: result.max(),
         sandbox: &result.protection,
+        instances: Instances { seed: result.seed },
         groups: result
             .groups
             .iter()

@@ -25,6 +25,7 @@ pub struct Case {
 }
 
 /// The seed of the fixed instances every practice directory holds for hand runs.
+#[cfg(test)]
 pub const HAND_SEED: u64 = 7;
 
 /// The cases of `chapter` drawn with `seed`; `None` for a chapter without a specification.
@@ -32,5 +33,51 @@ pub fn cases(chapter: &str, seed: u64) -> Option<Vec<Case>> {
     match chapter {
         "07" => Some(ch07::cases(seed)),
         _ => None,
+    }
+}
+
+/// The fixed instances a practice directory holds for hand runs, with their expected traces: the
+/// chapter's `tests/ch07/expected.json` (Rust) and `test/07-expected.json` (TypeScript). Both are
+/// files of this repository, kept equal to this by a test (`PI_COURSE_BLESS=1` rewrites them).
+#[cfg(test)]
+pub fn fixture(chapter: &str) -> Option<String> {
+    let tests: Vec<Value> = cases(chapter, HAND_SEED)?
+        .into_iter()
+        .map(|c| {
+            serde_json::json!({
+                "name": c.name, "group": c.group, "about": c.about,
+                "instance": c.instance, "expected": c.expected,
+            })
+        })
+        .collect();
+    let file = serde_json::json!({ "version": 1, "seed": HAND_SEED, "tests": tests });
+    Some(format!("{file}\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Where each track of chapter 07 keeps its hand-run fixture.
+    const FIXTURES: &[&str] = &[
+        "chapters/07-agent-loop/files/tests/ch07/expected.json",
+        "chapters/07-agent-loop/typescript/files/test/07-expected.json",
+    ];
+
+    #[test]
+    fn the_hand_run_fixtures_are_the_specifications_own() {
+        let want = super::fixture("07").expect("chapter 07 has a specification");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for path in FIXTURES {
+            let path = root.join(path);
+            if std::env::var_os("PI_COURSE_BLESS").is_some() {
+                std::fs::write(&path, &want).expect("write the fixture");
+            }
+            let have = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                have == want,
+                "{} is not what the specification draws with the hand seed: run \
+                 `PI_COURSE_BLESS=1 cargo test --bin pi-course fixtures` and commit it",
+                path.display()
+            );
+        }
     }
 }

@@ -29,11 +29,6 @@ pub fn cases(seed: u64) -> Vec<Case> {
         .collect()
 }
 
-/// The names and groups of every scenario, without drawing: the test list.
-pub fn names() -> Vec<(String, String)> {
-    scenario::all().into_iter().map(|s| (s.group, s.name)).collect()
-}
-
 /// The expected trace of `instance`: its alternatives, and the rules their steps name.
 fn expected(instance: &Value, rules: &Map<String, Value>) -> Value {
     let alternatives = expect::alternatives(instance);
