@@ -67,16 +67,8 @@ pub fn orders(key: &str, tests: &[(String, String)]) -> String {
     text
 }
 
-/// The key and the tests of `orders`: `None` when they are not orders at all.
-pub fn parse_orders(orders: &str) -> Option<(String, Vec<(String, String)>)> {
-    let mut lines = orders.lines();
-    let key = lines.next()?.to_string();
-    if lines.next()? != RUN {
-        return None;
-    }
-    let tests = lines
-        .filter_map(|l| l.split_once('\t'))
-        .map(|(name, instance)| (name.to_string(), instance.to_string()))
-        .collect();
-    Some((key, tests))
+/// One test line of the orders: its name and its instance (JSON); `None` for a line that is not one.
+pub fn split_order(line: &str) -> Option<(&str, &str)> {
+    let (name, instance) = line.split_once('\t')?;
+    (!name.is_empty()).then_some((name, instance))
 }

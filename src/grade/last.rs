@@ -123,6 +123,7 @@ mod tests {
             problem,
             elapsed: Duration::ZERO,
             partial_credit: false,
+            seed: None,
         }
     }
 

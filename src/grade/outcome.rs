@@ -515,6 +515,7 @@ mod tests {
             groups,
             elapsed: Duration::ZERO,
             partial_credit: false,
+            seed: None,
         }
     }
 

@@ -225,30 +225,30 @@ impl Runner {
                 _ = tokio::time::sleep_until(deadline.into()) => break,
             };
             let Some(received) = received else { break };
-            match received {
-                Received::Record(Record::Started { test }) => {
+            let done = match (received, &mut current) {
+                (Received::Record(Record::Started { test }), _) => {
                     let fresh = names.contains(&test) && !judged.contains(&test);
                     current = fresh.then(|| (test, Instant::now(), Trace::default()));
+                    false
                 }
-                Received::Record(Record::Step { test, step }) => match &mut current {
-                    Some((running, _, trace)) if *running == test => trace.push(step),
-                    _ => {}
-                },
-                Received::Oversized => {
-                    if let Some((_, _, trace)) = &mut current {
-                        trace.overflow();
-                    }
+                (Received::Record(Record::Step { test, step }), Some((running, _, trace))) if *running == test => {
+                    trace.push(step);
+                    // What a loop does past the trace's bounds is noise: judge it now.
+                    trace.full
                 }
-                Received::Record(Record::Finished { test }) => {
-                    let Some((running, at, trace)) = current.take() else { continue };
-                    if running != test {
-                        continue;
-                    }
-                    let outcome = self.judge(&running, &trace.steps);
-                    judged.insert(running.clone());
-                    let duration = at.elapsed();
-                    jobs.push(Job::Done(running.clone(), TestResult { name: running, outcome, duration }));
+                (Received::Oversized, Some((_, _, trace))) => {
+                    trace.overflow();
+                    true
                 }
+                (Received::Record(Record::Finished { test }), Some((running, _, _))) => *running == test,
+                _ => false,
+            };
+            if done {
+                let Some((running, at, trace)) = current.take() else { continue };
+                let outcome = self.judge(&running, &trace.steps);
+                judged.insert(running.clone());
+                let duration = at.elapsed();
+                jobs.push(Job::Done(running.clone(), TestResult { name: running, outcome, duration }));
             }
         }
         process.group.kill();
@@ -298,6 +298,7 @@ impl Runner {
                     match receive(&name, received, &mut trace, &mut began) {
                         Some(true) => { finished = true; break None; }
                         Some(false) => channel_open = false,
+                        None if trace.full => { finished = true; break None; }
                         None => {}
                     }
                 }
@@ -431,33 +432,37 @@ fn main() {
     let mut out = unsafe { std::fs::File::from_raw_fd(4) };
     let mut lines = orders.lines();
     let key = lines.next().unwrap().to_string();
-    let mode = lines.next().unwrap();
-    let names = ["g::passes", "g::fails", "g::aborts", "g::exits", "g::spins", "g::forges", "g::hogs"];
-    let mut send = |event: &str, test: &str, message: Option<&str>| {
-        let message = message.map_or("null".to_string(), |m| format!("{m:?}"));
-        let line = format!("{{\"key\":{key:?},\"event\":{event:?},\"test\":{test:?},\"message\":{message}}}\n");
+    assert_eq!(lines.next(), Some("run"));
+    let mut write = |key: &str, event: &str, test: &str, step: &str| {
+        let line = format!("{{\"key\":{key:?},\"event\":{event:?},\"test\":{test:?},\"step\":{step}}}\n");
         out.write_all(line.as_bytes()).unwrap();
     };
-    if mode == "list" {
-        for n in names { send("listed", n, None); }
-        return;
-    }
-    for name in lines {
-        send("started", name, None);
+    let mut send = |event: &str, test: &str, step: &str| write(&key, event, test, step);
+    for line in lines {
+        let (name, instance) = line.split_once('\t').unwrap();
+        send("started", name, "null");
+        // The instance is the step a correct driver would observe.
         match name {
-            "g::passes" => { println!("fine"); send("passed", name, None) }
-            "g::fails" => send("failed", name, Some("arithmetic is broken")),
+            "g::passes" => { println!("fine"); send("step", name, instance); send("finished", name, "null") }
+            "g::fails" => { send("step", name, "{\"kind\":\"wrong\"}"); send("finished", name, "null") }
             "g::aborts" => { println!("about to abort"); std::process::abort() }
             "g::exits" => std::process::exit(0),
             "g::spins" => loop { std::hint::spin_loop() },
             "g::forges" => {
-                println!("test g::forges ... ok
-test result: ok. 1 passed;");
-                let forged = format!("{{\"key\":\"0123\",\"event\":\"passed\",\"test\":{name:?},\"message\":null}}\n");
-                out.write_all(forged.as_bytes()).unwrap();
-                std::process::exit(0)
+                println!("test g::forges ... ok\ntest result: ok. 1 passed;");
+                // The right step, under a key of its own, then the right key's `finished`.
+                drop(send);
+                write("0123", "step", name, instance);
+                write(&key, "finished", name, "null");
+                return;
             }
-            "g::hogs" => { let v = vec![1u8; 1 << 30]; println!("{}", v.len()); send("passed", name, None) }
+            "g::hogs" => { let v = vec![1u8; 1 << 30]; println!("{}", v.len()); send("step", name, instance); send("finished", name, "null") }
+            "g::floods" => { for _ in 0..100_000 { send("step", name, instance) } send("finished", name, "null") }
+            "g::giant" => {
+                let big = format!("{{\"kind\":\"{}\"}}", "x".repeat(50 << 20));
+                send("step", name, &big);
+                send("finished", name, "null")
+            }
             _ => {}
         }
     }
@@ -487,6 +492,18 @@ test result: ok. 1 passed;");
             memory: 256 << 20,
             ..Limits::default()
         };
+        let names: Vec<String> = ["passes", "fails", "aborts", "exits", "spins", "forges", "hogs", "floods", "giant"]
+            .map(|n| format!("g::{n}"))
+            .to_vec();
+        // Each test expects one step, `{"kind": "<its name>"}`, and gets it as its instance.
+        let cases = names
+            .iter()
+            .map(|n| {
+                let step = json!({ "kind": n });
+                let expected = json!({ "alternatives": [{ "steps": [{ "after": [], "match": step, "rule": "r" }] }] });
+                (n.clone(), Planned { instance: step.to_string(), expected })
+            })
+            .collect();
         let runner = Runner {
             command: TestCommand::executable(exe),
             timeout: Duration::from_millis(1500),
@@ -495,19 +512,10 @@ test result: ok. 1 passed;");
             key: super::super::channel::new_key().unwrap(),
             envs: Vec::new(),
             grades_at_once: 1,
+            cases: Arc::new(cases),
+            lang: compare::Lang::En,
         };
-        let started = Instant::now();
-        let results = rt.block_on(async {
-            let names = runner.list().await.unwrap();
-            assert_eq!(names.len(), 7);
-            runner.run(&[names], &|_| {}).await
-        });
-        // One hung test, killed at 1.5 s and not holding a slot past SLOW.
-        assert!(
-            started.elapsed() < Duration::from_millis(2900),
-            "{:?}",
-            started.elapsed()
-        );
+        let results = rt.block_on(runner.run(&[names], &|_| {}));
         let by_name = |n: &str| {
             results
                 .iter()
@@ -515,11 +523,10 @@ test result: ok. 1 passed;");
                 .map(|r| &r.outcome)
         };
         assert_eq!(by_name("passes"), Some(&Outcome::Passed));
-        assert_eq!(
-            by_name("fails"),
-            Some(&Outcome::Diverged {
-                message: "arithmetic is broken".into()
-            })
+        assert!(
+            matches!(by_name("fails"), Some(Outcome::Diverged { message }) if message.contains("happened: wrong")),
+            "{:?}",
+            by_name("fails")
         );
         assert!(
             matches!(by_name("aborts"), Some(Outcome::Signalled { signal: libc::SIGABRT, output }) if output.contains("about to abort")),
@@ -531,12 +538,9 @@ test result: ok. 1 passed;");
             Some(Outcome::ExitedEarly { code: 0, .. })
         ));
         assert!(matches!(by_name("spins"), Some(Outcome::TimedOut { .. })));
-        // Printed passing lines and a record with a key of its own pass nothing.
+        // Printed passing lines and a step under a key of its own count for nothing: the trace is empty.
         assert!(
-            matches!(
-                by_name("forges"),
-                Some(Outcome::ExitedEarly { code: 0, .. })
-            ),
+            matches!(by_name("forges"), Some(Outcome::Diverged { message }) if message.contains("trace ends here")),
             "{:?}",
             by_name("forges")
         );
@@ -544,6 +548,17 @@ test result: ok. 1 passed;");
             matches!(by_name("hogs"), Some(Outcome::MemoryLimit { limit, .. }) if *limit == 256 << 20),
             "{:?}",
             by_name("hogs")
+        );
+        // A flood of steps is judged, not waited out; a 50 MB step is dropped unread and said so.
+        assert!(
+            matches!(by_name("floods"), Some(Outcome::Diverged { message }) if message.contains("step 2 left")),
+            "{:?}",
+            by_name("floods")
+        );
+        assert!(
+            matches!(by_name("giant"), Some(Outcome::Diverged { message }) if message.contains("happened: overflow")),
+            "{:?}",
+            by_name("giant")
         );
         let ps = std::process::Command::new("ps")
             .args(["-A", "-o", "args="])

@@ -425,6 +425,7 @@ mod tests {
                 .collect(),
             elapsed: Duration::from_millis(800),
             partial_credit: false,
+            seed: None,
         }
     }
 

@@ -266,7 +266,7 @@ impl<'r> Drawing<'r> {
                 };
                 behaviours.push(behaviour);
                 if t.gated {
-                    gated_refs.push((reference, id));
+                    gated_refs.push((reference, id, progress_count));
                 }
             }
             if !gated_refs.is_empty() {
@@ -301,11 +301,18 @@ impl<'r> Drawing<'r> {
         }
     }
 
-    /// The test's part in a gated batch: wait until every gated call waits, maybe abort, then release
-    /// them one by one, each time waiting for its tool_end, in the template's order.
-    fn gate_plan(&mut self, t: &TurnTemplate, mut gated: Vec<(String, String)>) {
-        let refs: Vec<&String> = gated.iter().map(|(r, _)| r).collect();
+    /// The test's part in a gated batch: wait until every gated call waits and its reports reached the
+    /// events, maybe abort, then release them one by one, each time waiting for its tool_end, in the
+    /// template's order.
+    fn gate_plan(&mut self, t: &TurnTemplate, mut gated: Vec<(String, String, u64)>) {
+        let refs: Vec<&String> = gated.iter().map(|(r, _, _)| r).collect();
         self.plan.push(json!({ "wait": { "at_gate": refs } }));
+        // A tool's reports must reach the events while it runs: before it is released.
+        for (_, id, reports) in &gated {
+            if *reports > 0 {
+                self.plan.push(json!({ "wait": { "event": "tool_progress", "id": id, "count": reports } }));
+            }
+        }
         if t.abort_in_batch {
             self.plan.push(json!({ "abort": null }));
         }
@@ -320,7 +327,7 @@ impl<'r> Drawing<'r> {
             }
             _ => {}
         }
-        for (reference, id) in gated {
+        for (reference, id, _) in gated {
             self.plan.push(json!({ "release": reference }));
             self.plan.push(json!({ "wait": { "event": "tool_end", "id": id } }));
         }

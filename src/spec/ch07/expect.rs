@@ -288,6 +288,8 @@ impl Sim {
         // A gated lane waits at its gate: its last step, and what is left to finish it.
         let mut gated: BTreeMap<String, (usize, usize, Value)> = BTreeMap::new();
         let mut tool_end_of: BTreeMap<String, usize> = BTreeMap::new();
+        // The last tool_progress of each call, which its tool_end (and a release waiting on it) follows.
+        let mut progress_of: BTreeMap<String, Vec<usize>> = BTreeMap::new();
 
         for (i, call) in calls.iter().enumerate() {
             if skip.contains(&i) {
@@ -327,14 +329,20 @@ impl Sim {
                 };
                 let path_rules = json!({ "signal": "executor-gets-signal" });
                 lane = vec![self.graph.add_with(&lane, enter, begin_rule, path_rules)];
+                // Each report reaches the loop's events while the tool still runs: after its own report and
+                // the one before, before the call's tool_end. A loop may relay it from another task, so it
+                // need not come before the tool's next step (docs/JUDGE.md).
+                let mut forwarded: Vec<usize> = Vec::new();
                 for content in b["progress"].as_array().cloned().unwrap_or_default() {
                     let report = json!({ "kind": "exec_progress", "ref": reference, "content": content });
                     lane = vec![self.graph.add(&lane, report, "progress-with-id")];
                     if self.events() {
                         let step = event(json!({ "type": "tool_progress", "toolCallId": id, "content": content }));
-                        lane = vec![self.graph.add(&lane, step, "progress-with-id")];
+                        let after: Vec<usize> = lane.iter().chain(&forwarded).copied().collect();
+                        forwarded = vec![self.graph.add(&after, step, "progress-with-id")];
                     }
                 }
+                progress_of.insert(id.clone(), forwarded.clone());
                 if b["cancel_run"] == true {
                     self.aborted = true;
                 }
@@ -345,6 +353,7 @@ impl Sim {
                 }
                 let leave = json!({ "kind": "exec_leave", "ref": reference });
                 lane = vec![self.graph.add(&lane, leave, end_rule)];
+                lane.extend(forwarded);
             }
             if self.events() {
                 let step = event(json!({ "type": "tool_end", "result": result }));
@@ -357,7 +366,7 @@ impl Sim {
         }
 
         if !gated.is_empty() {
-            joins.extend(self.gates(&mut gated, &mut tool_end_of, multi, end_rule));
+            joins.extend(self.gates(&mut gated, &mut tool_end_of, &progress_of, multi, end_rule));
         }
         self.graph.last = match joins.is_empty() {
             true => start.to_vec(),
@@ -372,6 +381,7 @@ impl Sim {
         &mut self,
         gated: &mut BTreeMap<String, (usize, usize, Value)>,
         tool_end_of: &mut BTreeMap<String, usize>,
+        progress_of: &BTreeMap<String, Vec<usize>>,
         multi: bool,
         end_rule: &str,
     ) -> Vec<usize> {
@@ -399,8 +409,11 @@ impl Sim {
                     let left = self.graph.add(&[waiting, release], leave, end_rule);
                     let mut last = left;
                     if self.events() {
+                        let id = text_of(&result["toolCallId"]);
+                        let mut after = vec![left];
+                        after.extend(progress_of.get(&id).into_iter().flatten());
                         let step = event(json!({ "type": "tool_end", "result": result }));
-                        last = self.graph.add(&[left], step, end_rule);
+                        last = self.graph.add(&after, step, end_rule);
                     }
                     tool_end_of.insert(text_of(&result["toolCallId"]), last);
                     joins.push(last);
@@ -409,6 +422,10 @@ impl Sim {
                 if let Some(&end) = tool_end_of.get(&text_of(&action["wait"]["id"])) {
                     after = vec![end];
                 }
+            } else if action["wait"]["event"] == "tool_progress" {
+                // The test waits until the call's reports reached the events, so they come before the
+                // release: "while the tool runs".
+                after.extend(progress_of.get(&text_of(&action["wait"]["id"])).into_iter().flatten());
             }
             self.plan.pop_front();
         }
