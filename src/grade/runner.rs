@@ -181,7 +181,7 @@ impl Runner {
                 }
                 Record::Passed { test } => (test, Outcome::Passed),
                 Record::Failed { test, message } => (test, Outcome::Panicked { message }),
-                Record::Listed { .. } => continue,
+                Record::Listed { .. } | Record::Step { .. } | Record::Finished { .. } => continue,
             };
             let duration = match current.take() {
                 Some((running, at)) if running == name => at.elapsed(),
