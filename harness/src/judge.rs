@@ -31,7 +31,9 @@ pub fn judge(expected: &Value, trace: &[Value], lang: Lang) -> Option<String> {
             }
         }
     }
-    let (at, why, id) = best?;
+    let Some((at, why, id)) = best else {
+        return Some("no expected trace to compare with".to_string());
+    };
     let rule = |id: &str| {
         let text = &expected["rules"][id];
         match lang {

@@ -386,7 +386,59 @@ pub fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::Args;
+    use super::protocol::{split_order, Record};
+    use super::{hand_tests, Args};
+    use serde_json::json;
+
+    #[test]
+    fn records_go_through_the_channel_unchanged_and_only_with_the_key() {
+        let records = [
+            Record::Started {
+                test: "a::b".into(),
+            },
+            Record::Step {
+                test: "a::b".into(),
+                step: json!({"kind": "event", "event": {"type": "turn_end", "reason": "stop"}}),
+            },
+            Record::Finished {
+                test: "a::b".into(),
+            },
+        ];
+        for record in records {
+            let line = record.encode("k1");
+            assert!(
+                line.ends_with('\n') && !line.trim_end().contains('\n'),
+                "{line}"
+            );
+            assert_eq!(Record::decode(line.trim_end(), "k1"), Some(record.clone()));
+            assert_eq!(Record::decode(line.trim_end(), "k2"), None);
+        }
+    }
+
+    #[test]
+    fn an_order_is_a_name_a_tab_and_the_instance() {
+        let instance =
+            json!({"caller": [{"role": "user", "content": [{"type": "text", "text": "a\tb"}]}]});
+        let line = format!("plain_stop::x\t{instance}");
+        assert_eq!(
+            split_order(&line),
+            Some(("plain_stop::x", instance.to_string().as_str()))
+        );
+        assert_eq!(split_order("no tab"), None);
+        assert_eq!(split_order("\t{}"), None);
+    }
+
+    #[test]
+    fn hand_tests_carry_their_instance_and_the_files_rules() {
+        let file = json!({"version": 1, "seed": 7, "rules": {"r": {"lab": "7.1", "zh": "z", "en": "e"}},
+            "tests": [{"name": "g::t", "group": "g", "instance": {"x": 1}, "expected": {"alternatives": []}}]});
+        let tests = hand_tests(&file.to_string()).unwrap();
+        assert_eq!(tests.len(), 1);
+        assert_eq!(tests[0].name, "g::t");
+        assert_eq!(tests[0].instance, r#"{"x":1}"#);
+        assert_eq!(tests[0].expected["rules"]["r"]["en"], "e");
+        assert!(hand_tests("{}").is_err());
+    }
 
     fn parse(words: &[&str]) -> Result<Args, String> {
         Args::parse(words.iter().map(|w| w.to_string()))
