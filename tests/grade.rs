@@ -374,7 +374,7 @@ fn tampered_given_files_are_graded_pristine_with_a_warning() {
         .map(|s| format!("mod {} {{ #[test] fn ok() {{}} }}\n", s.replace('-', "_")))
         .collect();
     fs::write(dir.join("tests/ch07/lib.rs"), trivial).unwrap();
-    fs::write(dir.join("tests/ch07/plain_stop.rs"), "").unwrap();
+    fs::write(dir.join("tests/ch07/run.rs"), "").unwrap();
     let message_rs = dir.join("course/src/message.rs");
     let mut course = fs::read_to_string(&message_rs).unwrap();
     course.push_str("\n// changed\n");
@@ -389,14 +389,14 @@ fn tampered_given_files_are_graded_pristine_with_a_warning() {
     let warnings = json["warnings"].to_string();
     for f in [
         "tests/ch07/lib.rs",
-        "tests/ch07/plain_stop.rs",
+        "tests/ch07/run.rs",
         "course/src/message.rs",
     ] {
         assert!(warnings.contains(f), "{f} not in {warnings}");
     }
     // The learner's files are left as they are.
     assert_eq!(
-        fs::read_to_string(dir.join("tests/ch07/plain_stop.rs")).unwrap(),
+        fs::read_to_string(dir.join("tests/ch07/run.rs")).unwrap(),
         ""
     );
 }

@@ -290,7 +290,7 @@ fn outside_a_practice_directory_hint_and_status_are_bad_input() {
 #[test]
 fn status_lists_changed_given_files_which_grading_ignores() {
     let (_guard, dir) = practice();
-    let test_file = dir.join("tests/ch07/plain_stop.rs");
+    let test_file = dir.join("tests/ch07/run.rs");
     let mut text = fs::read_to_string(&test_file).unwrap();
     text.push_str("\n// a learner's edit\n");
     fs::write(&test_file, text).unwrap();
@@ -299,7 +299,7 @@ fn status_lists_changed_given_files_which_grading_ignores() {
     let zh = ok(&dir, &["status"]);
     assert!(zh.contains("这些给定文件和原始版本不同"), "{zh}");
     assert!(zh.contains("评分时会忽略"), "{zh}");
-    assert!(zh.contains("    tests/ch07/plain_stop.rs\n"), "{zh}");
+    assert!(zh.contains("    tests/ch07/run.rs\n"), "{zh}");
     assert!(zh.contains("    GUIDE.en.md（已删除）"), "{zh}");
     assert!(
         !zh.contains("src/agent_loop.rs\n"),
@@ -312,7 +312,7 @@ fn status_lists_changed_given_files_which_grading_ignores() {
         "{en}"
     );
     assert!(en.contains("Grading ignores the changes"), "{en}");
-    assert!(en.contains("    tests/ch07/plain_stop.rs\n"), "{en}");
+    assert!(en.contains("    tests/ch07/run.rs\n"), "{en}");
     assert!(en.contains("    GUIDE.en.md (deleted)"), "{en}");
 }
 

@@ -1,13 +1,22 @@
 //! The harness that runs a chapter's tests.
 //!
-//! Run by hand (`cargo test --test ch07 plain_stop`), it behaves like Rust's own test runner: its filters
-//! and flags (`--exact`, `--skip`, `--list`, ...), its `test name ... ok` lines and its exit status. Run by `pi-course grade`, it takes its orders and
-//! reports each verdict over a channel that only the grader and this harness hold (see [`protocol`]):
-//! whatever the code under test prints, or however its process ends, it cannot turn a test into a pass.
+//! A test process never decides a verdict (docs/JUDGE.md). Every test is a scenario **instance** run by
+//! the chapter's **driver**, which reports each step it observes to a [`Sink`].
 //!
-//! Each test runs on a thread of its own, named after the test, so a failing test can tell which Lab it
-//! belongs to; a panic on that thread is the test's failure, with its message and where it happened.
+//! Run by hand (`cargo test --test ch07 plain_stop`), the tests and their instances come from the
+//! practice directory's `expected.json`, and the harness behaves like Rust's own test runner (its
+//! filters and flags, `--exact`, `--skip`, `--list`, ..., its `test name ... ok` lines and its exit
+//! status): it keeps each test's steps and compares them with the expected trace ([`judge`]), exactly
+//! as the grader would. `PI_COURSE_TRACE=1` also prints every step to stderr as it is recorded.
+//!
+//! Run by `pi-course grade`, it takes its orders (tests and their instances) and reports every step over
+//! a channel that only the grader and this harness hold (see [`protocol`]): whatever the code under test
+//! prints, or however its process ends, it cannot write a step, let alone a verdict.
+//!
+//! Each test runs on a thread of its own, named after the test.
 
+#[path = "judge.rs"]
+pub mod judge;
 #[path = "protocol.rs"]
 pub mod protocol;
 
@@ -16,33 +25,65 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::thread;
 
 use protocol::Record;
+use serde_json::Value;
 
-/// One test: its full name (`plain_stop::a_plain_stop_ends_the_run`) and the function that runs it.
+/// Where a driver hands every step, the moment it is recorded, from whatever thread recorded it.
+pub type Sink = Box<dyn FnMut(Value) + Send>;
+
+/// Runs one test: the instance (JSON text) on the code under test, each observed step handed to the sink.
+/// Returns once the test's trace has ended.
+pub type Driver = fn(instance: &str, sink: Sink);
+
+/// One test run by hand: its full name (`plain_stop::a_plain_stop_ends_the_run`), its fixed instance and
+/// the trace expected of it (the graph of docs/JUDGE.md, with the rules' texts).
 #[derive(Clone)]
 pub struct Test {
     pub name: String,
-    pub run: fn(),
+    pub instance: String,
+    pub expected: Value,
 }
 
-impl Test {
-    pub fn new(name: impl Into<String>, run: fn()) -> Test {
-        Test {
-            name: name.into(),
-            run,
-        }
-    }
+/// The tests of an `expected.json` (`{"version":1,"seed":N,"rules":{...},"tests":[...]}`), each
+/// expected graph given the file's rules.
+pub fn hand_tests(expected_json: &str) -> Result<Vec<Test>, String> {
+    let file: Value = serde_json::from_str(expected_json).map_err(|e| e.to_string())?;
+    let rules = file.get("rules").cloned().unwrap_or(Value::Null);
+    let tests = file["tests"].as_array().ok_or("no \"tests\" array")?;
+    tests
+        .iter()
+        .map(|test| {
+            let name = test["name"].as_str().ok_or("a test without a name")?;
+            let mut expected = test["expected"].clone();
+            if let Some(graph) = expected.as_object_mut() {
+                graph.insert("rules".to_string(), rules.clone());
+            }
+            Ok(Test {
+                name: name.to_string(),
+                instance: test["instance"].to_string(),
+                expected,
+            })
+        })
+        .collect()
 }
 
-/// Runs `tests` as the command line (or the grader) asks; the test target's `main` returns this.
-pub fn run(tests: Vec<Test>) -> ExitCode {
+/// Runs the tests as the command line (or the grader) asks; the test target's `main` returns this.
+/// `expected_json` is only read by hand: graded, the tests and their instances come with the orders.
+pub fn run(driver: Driver, expected_json: &str) -> ExitCode {
     install_panic_hook();
     if std::env::var_os(protocol::ENV).is_some() {
-        graded(tests)
+        graded(driver)
     } else {
-        by_hand(tests)
+        match hand_tests(expected_json) {
+            Ok(tests) => by_hand(driver, tests),
+            Err(e) => {
+                eprintln!("error: the tests' expected.json cannot be read: {e}");
+                ExitCode::from(101)
+            }
+        }
     }
 }
 
@@ -116,7 +157,7 @@ const USAGE: &str =
 /// Like Rust's own test runner, with the same output, so the commands of the guide and of `cargo test`
 /// work as a learner expects. Written here rather than taken from a crate: the argument parser such a
 /// crate brings costs a tenth of every edit-to-verdict in link time (docs/ARCHITECTURE.md).
-fn by_hand(tests: Vec<Test>) -> ExitCode {
+fn by_hand(driver: Driver, tests: Vec<Test>) -> ExitCode {
     use std::io::IsTerminal;
     let args = match Args::parse(std::env::args().skip(1)) {
         Ok(args) => args,
@@ -150,7 +191,7 @@ fn by_hand(tests: Vec<Test>) -> ExitCode {
     println!("\nrunning {} tests", chosen.len());
     let mut failures = Vec::new();
     for test in &chosen {
-        let outcome = run_one(test);
+        let outcome = judge_one(driver, test);
         if args.quiet {
             print!("{}", if outcome.is_ok() { "." } else { "F" });
         } else {
@@ -192,11 +233,11 @@ fn by_hand(tests: Vec<Test>) -> ExitCode {
     }
 }
 
-fn graded(tests: Vec<Test>) -> ExitCode {
+fn graded(driver: Driver) -> ExitCode {
     std::env::remove_var(protocol::ENV);
     // SAFETY: the grader opened both descriptors for this process, and nothing else here uses them. The
     // orders are read to their end and closed before any test runs.
-    let (mut orders, verdicts) = unsafe {
+    let (mut orders, records) = unsafe {
         use std::os::fd::FromRawFd;
         (
             File::from_raw_fd(protocol::ORDERS_FD),
@@ -210,54 +251,44 @@ fn graded(tests: Vec<Test>) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let mut lines = text.lines();
-    let (Some(key), Some(mode)) = (lines.next(), lines.next()) else {
+    let (Some(key), Some(protocol::RUN)) = (lines.next(), lines.next()) else {
         return ExitCode::FAILURE;
     };
-    let key = key.to_string();
-    let mut channel = Channel { key, verdicts };
-    match mode {
-        protocol::LIST => {
-            for test in &tests {
-                channel.send(Record::Listed {
-                    test: test.name.clone(),
-                });
-            }
+    let channel = Arc::new(Mutex::new(Channel {
+        key: key.to_string(),
+        records,
+    }));
+    for (name, instance) in lines.filter_map(protocol::split_order) {
+        let send = |record: Record| lock(&channel).send(record);
+        send(Record::Started {
+            test: name.to_string(),
+        });
+        let (channel, test) = (Arc::clone(&channel), name.to_string());
+        let sink: Sink = Box::new(move |step| {
+            let test = test.clone();
+            lock(&channel).send(Record::Step { test, step })
+        });
+        // A driver that fails cannot say what happened after: the grader ends the trace itself.
+        if run_one(name, driver, instance, sink).is_err() {
+            return ExitCode::from(101);
         }
-        protocol::RUN => {
-            for name in lines {
-                let Some(test) = tests.iter().find(|t| t.name == name) else {
-                    continue;
-                };
-                channel.send(Record::Started {
-                    test: test.name.clone(),
-                });
-                let record = match run_one(test) {
-                    Ok(()) => Record::Passed {
-                        test: test.name.clone(),
-                    },
-                    Err(message) => Record::Failed {
-                        test: test.name.clone(),
-                        message,
-                    },
-                };
-                channel.send(record);
-            }
-        }
-        _ => return ExitCode::FAILURE,
+        send(Record::Finished {
+            test: name.to_string(),
+        });
     }
     ExitCode::SUCCESS
 }
 
 struct Channel {
     key: String,
-    verdicts: File,
+    records: File,
 }
 
 impl Channel {
     fn send(&mut self, record: Record) {
         // A grader that stopped listening has no use for the rest.
         if self
-            .verdicts
+            .records
             .write_all(record.encode(&self.key).as_bytes())
             .is_err()
         {
@@ -266,38 +297,71 @@ impl Channel {
     }
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The language of a hand run's messages: `PI_COURSE_LANG` (`zh`, `en`), both when unset.
+fn lang() -> judge::Lang {
+    let value = std::env::var("PI_COURSE_LANG").unwrap_or_default();
+    match value.to_ascii_lowercase() {
+        v if v.starts_with("en") => judge::Lang::En,
+        v if v.starts_with("zh") => judge::Lang::Zh,
+        _ => judge::Lang::Both,
+    }
+}
+
+/// Runs one test by hand and compares its trace with the expected one. `Err` holds the failure message.
+fn judge_one(driver: Driver, test: &Test) -> Result<(), String> {
+    let trace = Arc::new(Mutex::new(Vec::new()));
+    let (kept, name) = (Arc::clone(&trace), test.name.clone());
+    let show = std::env::var_os("PI_COURSE_TRACE").is_some_and(|v| !v.is_empty() && v != "0");
+    let sink: Sink = Box::new(move |step| {
+        if show {
+            eprintln!("[{name}] {step}");
+        }
+        lock(&kept).push(step);
+    });
+    run_one(&test.name, driver, &test.instance, sink)?;
+    let trace = lock(&trace).clone();
+    match judge::judge(&test.expected, &trace, lang()) {
+        None => Ok(()),
+        Some(message) => Err(message),
+    }
+}
+
 thread_local! {
-    /// Set on a test's own thread: its panics are the test's failure, reported with the verdict.
+    /// Set on a test's own thread: a panic there is the driver's own failure, reported with the test.
     static IN_TEST: Cell<bool> = const { Cell::new(false) };
     /// Where the test's thread last panicked.
     static LOCATION: Cell<Option<String>> = const { Cell::new(None) };
 }
 
-/// Runs one test on a thread named after it. `Err` holds the failure message.
-fn run_one(test: &Test) -> Result<(), String> {
-    let run = test.run;
+/// Runs the driver on one instance, on a thread named after the test. `Err`: the driver itself failed.
+fn run_one(name: &str, driver: Driver, instance: &str, sink: Sink) -> Result<(), String> {
+    let instance = instance.to_string();
     let body = move || {
         IN_TEST.set(true);
-        panic::catch_unwind(AssertUnwindSafe(run)).map_err(|payload| {
+        panic::catch_unwind(AssertUnwindSafe(|| driver(&instance, sink))).map_err(|payload| {
             let text = payload_text(payload.as_ref());
-            // A test's own assertion explains itself; a panic elsewhere (a `todo!()` in the loop) says
-            // where it is.
             match LOCATION.take() {
-                Some(at) if !at.starts_with("tests/") => format!("{text} ({at})"),
-                _ => text,
+                Some(at) => format!("the test's driver failed: {text} ({at})"),
+                None => format!("the test's driver failed: {text}"),
             }
         })
     };
-    let spawned = thread::Builder::new().name(test.name.clone()).spawn(body);
+    let spawned = thread::Builder::new().name(name.to_string()).spawn(body);
     match spawned.map(|handle| handle.join()) {
         Ok(Ok(result)) => result,
-        Ok(Err(_)) => Err("the test's thread ended without a verdict".to_string()),
+        Ok(Err(_)) => Err("the test's thread ended without a trace".to_string()),
         Err(e) => Err(format!("the test's thread could not start: {e}")),
     }
 }
 
-/// A panic on a test's thread is reported with its verdict, so the hook only keeps where it happened;
-/// panics on other threads are printed as usual.
+/// A panic on a test's thread is reported with the test, so the hook only keeps where it happened;
+/// panics on other threads are printed as usual (a driver may silence its own, deliberate ones).
 fn install_panic_hook() {
     let previous = panic::take_hook();
     panic::set_hook(Box::new(move |info| {
@@ -322,7 +386,59 @@ pub fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::Args;
+    use super::protocol::{split_order, Record};
+    use super::{hand_tests, Args};
+    use serde_json::json;
+
+    #[test]
+    fn records_go_through_the_channel_unchanged_and_only_with_the_key() {
+        let records = [
+            Record::Started {
+                test: "a::b".into(),
+            },
+            Record::Step {
+                test: "a::b".into(),
+                step: json!({"kind": "event", "event": {"type": "turn_end", "reason": "stop"}}),
+            },
+            Record::Finished {
+                test: "a::b".into(),
+            },
+        ];
+        for record in records {
+            let line = record.encode("k1");
+            assert!(
+                line.ends_with('\n') && !line.trim_end().contains('\n'),
+                "{line}"
+            );
+            assert_eq!(Record::decode(line.trim_end(), "k1"), Some(record.clone()));
+            assert_eq!(Record::decode(line.trim_end(), "k2"), None);
+        }
+    }
+
+    #[test]
+    fn an_order_is_a_name_a_tab_and_the_instance() {
+        let instance =
+            json!({"caller": [{"role": "user", "content": [{"type": "text", "text": "a\tb"}]}]});
+        let line = format!("plain_stop::x\t{instance}");
+        assert_eq!(
+            split_order(&line),
+            Some(("plain_stop::x", instance.to_string().as_str()))
+        );
+        assert_eq!(split_order("no tab"), None);
+        assert_eq!(split_order("\t{}"), None);
+    }
+
+    #[test]
+    fn hand_tests_carry_their_instance_and_the_files_rules() {
+        let file = json!({"version": 1, "seed": 7, "rules": {"r": {"lab": "7.1", "zh": "z", "en": "e"}},
+            "tests": [{"name": "g::t", "group": "g", "instance": {"x": 1}, "expected": {"alternatives": []}}]});
+        let tests = hand_tests(&file.to_string()).unwrap();
+        assert_eq!(tests.len(), 1);
+        assert_eq!(tests[0].name, "g::t");
+        assert_eq!(tests[0].instance, r#"{"x":1}"#);
+        assert_eq!(tests[0].expected["rules"]["r"]["en"], "e");
+        assert!(hand_tests("{}").is_err());
+    }
 
     fn parse(words: &[&str]) -> Result<Args, String> {
         Args::parse(words.iter().map(|w| w.to_string()))

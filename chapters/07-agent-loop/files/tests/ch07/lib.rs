@@ -1,4 +1,7 @@
-//! Chapter 07 tests: the agent loop. One module per group; run one group by itself with
+//! Chapter 07's driver: it runs your loop on a scenario and records what it observes, step by step
+//! (docs/JUDGE.md in the course's repository). It never decides a verdict itself: by hand, the harness
+//! compares the trace with the expected one in `expected.json`; graded, the grader does, with
+//! scenarios it makes at grade time. Run one group by itself with
 //!
 //! ```text
 //! cargo test --test ch07 plain_stop          # Lab 7.1 纯文本 stop
@@ -7,49 +10,42 @@
 //! cargo test --test ch07 concurrent_tools    # Lab 7.4 并发工具
 //! cargo test --test ch07 cancel_and_limits   # Lab 7.5 取消与上限
 //! cargo test --test ch07 duplicate_call_ids  # optional 可选：重复 call id
+//! PI_COURSE_TRACE=1 cargo test --test ch07 plain_stop   # also print every step to stderr
 //! ```
 //!
-//! The tests judge what the loop does (requests, events, transcript, result), never how it is built.
-//! Every test is bounded by the progress the loop makes (see `support.rs`): a loop that hangs fails with a
-//! message instead of waiting forever. These files are given: change `src/agent_loop.rs`, not the tests.
-//!
-//! The tests are a library that knows only the chapter's types (`api/`), never `src/agent_loop.rs`: it is
-//! compiled once, and the test target `tests/ch07.rs` hands it your loop. They run on the course's own
-//! harness (`harness/`): by hand it behaves like `cargo test`; under `pi-course grade` it reports each
-//! verdict over a channel the code under test cannot reach.
+//! The driver is a library that knows only the chapter's types (`api/`), never `src/agent_loop.rs`: it
+//! is compiled once, and the test target `tests/ch07.rs` hands it your loop. These files are given:
+//! change `src/agent_loop.rs`, not the tests.
 
-mod support;
+mod gates;
+mod instance;
+mod model;
+mod panics;
+mod plan;
+mod run;
+mod scene;
+mod tools;
+mod trace;
+mod wire;
 
-mod cancel_and_limits;
-mod concurrent_tools;
-mod duplicate_call_ids;
-mod non_executing;
-mod plain_stop;
-mod single_tool;
+use pi_course_harness::Sink;
 
 /// The loop under test, as the test target hands it over.
 static RUN: std::sync::OnceLock<pi_course::RunLoop> = std::sync::OnceLock::new();
 
-/// Starts the loop under test.
-fn boxed_agent_loop(options: pi_course::agent_loop::AgentLoopOptions) -> pi_course::LoopFuture {
-    let run = RUN
-        .get()
-        .expect("main() hands over the loop before any test runs");
-    run(options)
-}
+/// Every test's instance and expected trace, for runs by hand.
+const EXPECTED: &str = include_str!("expected.json");
 
 /// Runs the chapter's tests against `run` (the learner's `run_agent_loop`, boxed).
 pub fn main(run: pi_course::RunLoop) -> std::process::ExitCode {
     let _ = RUN.set(run);
-    pi_course_harness::run(
-        [
-            plain_stop::tests(),
-            single_tool::tests(),
-            non_executing::tests(),
-            concurrent_tools::tests(),
-            cancel_and_limits::tests(),
-            duplicate_call_ids::tests(),
-        ]
-        .concat(),
-    )
+    pi_course_harness::run(drive, EXPECTED)
+}
+
+/// The harness's driver: one instance, its steps to `sink`.
+fn drive(instance: &str, sink: Sink) {
+    let run_loop = *RUN
+        .get()
+        .expect("main() hands over the loop before any test runs");
+    run::run(run_loop, instance, sink)
 }

@@ -1,0 +1,64 @@
+//! The driver's actions beside the running loop, in the scenario's order: wait for a state, release a
+//! gate, abort the run. Each action is a `driver` step; a wait that sees nothing at all happen for
+//! [`WAIT_QUIET`] gives up (a `gave_up` step) and the plan goes on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::instance::{Action, EventKind, Wait};
+use crate::scene::Scene;
+
+/// Shorter than the run's hang limit, and counted from the same last step, so a wait that cannot be
+/// met says so before the run is called hung.
+pub const WAIT_QUIET: Duration = Duration::from_millis(1000);
+
+pub async fn run(scene: Arc<Scene>, plan: Vec<Action>) {
+    for action in plan {
+        if !scene.trace.is_open() {
+            return;
+        }
+        match action {
+            Action::Wait(wait) => {
+                let holds = || holds(&scene, &wait);
+                if !scene.trace.wait_until(holds, WAIT_QUIET).await {
+                    let waiting_for = describe(&wait);
+                    scene.record(
+                        json!({"kind": "driver", "action": "gave_up", "waiting_for": waiting_for}),
+                    );
+                }
+            }
+            Action::Release(gate) => {
+                // The step first: whatever the released tool does comes after it in the trace.
+                scene.record(json!({"kind": "driver", "action": "release", "ref": gate}));
+                scene.gates.release(&gate);
+            }
+            Action::Abort(()) => scene.abort(),
+        }
+    }
+}
+
+fn holds(scene: &Scene, wait: &Wait) -> bool {
+    match wait {
+        Wait::AtGate { at_gate } => at_gate.iter().all(|gate| scene.gates.waiting(gate)),
+        Wait::Event {
+            event: EventKind::ToolEnd,
+            id,
+        } => scene
+            .trace
+            .read(|steps| steps.iter().any(|step| is_tool_end(step, id))),
+    }
+}
+
+fn is_tool_end(step: &Value, id: &str) -> bool {
+    let event = &step["event"];
+    step["kind"] == "event" && event["type"] == "tool_end" && event["result"]["toolCallId"] == id
+}
+
+fn describe(wait: &Wait) -> String {
+    match wait {
+        Wait::AtGate { at_gate } => format!("at_gate {}", at_gate.join(", ")),
+        Wait::Event { id, .. } => format!("event tool_end {id}"),
+    }
+}
