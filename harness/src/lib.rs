@@ -47,24 +47,24 @@ pub struct Test {
     pub expected: Value,
 }
 
-/// The tests of an `expected.json` (`{"version":1,"seed":N,"rules":{...},"tests":[...]}`), each
-/// expected graph given the file's rules.
+/// The tests of an `expected.json` (`{"version":1,"seed":N,"tests":[{"name","group","instance",
+/// "expected"}]}`), each named as the grader names it: its group's module, then its own name
+/// (`plain_stop::the_request_holds_every_tool`). Each expected graph carries the rules it names.
 pub fn hand_tests(expected_json: &str) -> Result<Vec<Test>, String> {
     let file: Value = serde_json::from_str(expected_json).map_err(|e| e.to_string())?;
-    let rules = file.get("rules").cloned().unwrap_or(Value::Null);
     let tests = file["tests"].as_array().ok_or("no \"tests\" array")?;
     tests
         .iter()
         .map(|test| {
             let name = test["name"].as_str().ok_or("a test without a name")?;
-            let mut expected = test["expected"].clone();
-            if let Some(graph) = expected.as_object_mut() {
-                graph.insert("rules".to_string(), rules.clone());
-            }
+            let name = match test["group"].as_str() {
+                Some(group) => format!("{}::{name}", group.replace('-', "_")),
+                None => name.to_string(),
+            };
             Ok(Test {
-                name: name.to_string(),
+                name,
                 instance: test["instance"].to_string(),
-                expected,
+                expected: test["expected"].clone(),
             })
         })
         .collect()
@@ -429,12 +429,14 @@ mod tests {
     }
 
     #[test]
-    fn hand_tests_carry_their_instance_and_the_files_rules() {
-        let file = json!({"version": 1, "seed": 7, "rules": {"r": {"lab": "7.1", "zh": "z", "en": "e"}},
-            "tests": [{"name": "g::t", "group": "g", "instance": {"x": 1}, "expected": {"alternatives": []}}]});
+    fn hand_tests_are_named_by_group_and_carry_their_instance_and_rules() {
+        let rules = json!({"r": {"lab": "7.1", "zh": "z", "en": "e"}});
+        let file = json!({"version": 1, "seed": 7,
+            "tests": [{"name": "t", "group": "plain-stop", "instance": {"x": 1},
+                       "expected": {"alternatives": [], "rules": rules}}]});
         let tests = hand_tests(&file.to_string()).unwrap();
         assert_eq!(tests.len(), 1);
-        assert_eq!(tests[0].name, "g::t");
+        assert_eq!(tests[0].name, "plain_stop::t");
         assert_eq!(tests[0].instance, r#"{"x":1}"#);
         assert_eq!(tests[0].expected["rules"]["r"]["en"], "e");
         assert!(hand_tests("{}").is_err());

@@ -25,6 +25,9 @@ pub struct Instance {
     pub executor: bool,
     /// Hand the run a signal the driver holds; otherwise keep `AgentLoopOptions::new`'s.
     pub signal: bool,
+    /// Abort the signal before the run starts.
+    #[serde(default)]
+    pub pre_abort: bool,
     pub max_steps: Option<usize>,
     pub on_event: bool,
     /// The answer to request n is `turns[n - 1]`.
@@ -99,14 +102,24 @@ pub enum Action {
 pub enum Wait {
     /// Each of these has reached its gate.
     AtGate { at_gate: Vec<String> },
-    /// An event of this type for this call id was recorded (`tool_end` only).
-    Event { event: EventKind, id: String },
+    /// `count` events of this type for this call id were recorded (`tool_end`: one).
+    Event {
+        event: EventKind,
+        id: String,
+        #[serde(default = "one")]
+        count: usize,
+    },
+}
+
+fn one() -> usize {
+    1
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     ToolEnd,
+    ToolProgress,
 }
 
 impl Instance {

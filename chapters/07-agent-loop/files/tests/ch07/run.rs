@@ -64,6 +64,9 @@ pub fn run(run_loop: RunLoop, instance: &str, sink: Sink) {
         options.signal = CancellationToken::new();
     }
     scene.set_signal(options.signal.clone());
+    if instance.pre_abort {
+        scene.abort();
+    }
     if !instance.tools.is_empty() {
         let mut tools = ToolRegistry::new();
         for definition in instance.tools.drain(..) {

@@ -13,8 +13,11 @@ use serde_json::{json, Value};
 
 use crate::gates::Gates;
 use crate::instance::{tool_ref, Behavior, Instance, ToolOk};
-use crate::tools::unscripted;
+use crate::tools::{unplanned_output, unplanned_result, unscripted};
 use crate::trace::{lock, Trace};
+
+/// What the caller writes into its context when a turn has `edit_context` (docs/JUDGE.md).
+pub const EDIT: &str = "edited by the caller";
 use crate::wire;
 
 pub struct Scene {
@@ -73,10 +76,10 @@ impl Scene {
     }
 
     /// The behaviour of the executor's invocation for `call_id` that starts now.
-    pub fn calls(&self, call_id: &str) -> Behavior<ToolResultMessage> {
+    pub fn calls(&self, call_id: &str, name: &str) -> Behavior<ToolResultMessage> {
         let n = self.invocation(call_id);
         let scripted = self.calls.get(call_id).and_then(|list| list.get(n));
-        scripted.cloned().unwrap_or_else(|| unscripted(call_id, n))
+        scripted.cloned().unwrap_or_else(|| unscripted(unplanned_result(call_id, name)))
     }
 
     /// The behaviour of the registry tool `name`'s invocation that starts now.
@@ -86,7 +89,7 @@ impl Scene {
         let scripted = self.tool_runs.get(name).and_then(|list| list.get(n));
         scripted
             .cloned()
-            .unwrap_or_else(|| unscripted(&reference, n))
+            .unwrap_or_else(|| unscripted(unplanned_output()))
     }
 
     /// The event sink's work: the event step, then a look at the caller's context.
@@ -128,8 +131,8 @@ impl Scene {
                 return;
             }
         };
-        shared.messages.push(Message::user("<edit>"));
-        shared.system_prompt = format!("<edit>{}", shared.system_prompt);
+        shared.messages.push(Message::user(EDIT));
+        shared.system_prompt.push_str(EDIT);
         *lock(&self.left_there) = shared.clone();
         self.record(json!({"kind": "driver", "action": "edit_context"}));
     }

@@ -18,13 +18,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use pi_course::agent_loop::ToolExecutor;
-use pi_course::message::{ToolCall, ToolResultMessage};
+use pi_course::message::{ContentBlock, ToolCall, ToolResultMessage};
 use pi_course::tool::{
     BoxFuture, CancellationToken, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput,
 };
 use serde_json::{json, Value};
 
-use crate::instance::{tool_ref, Behavior, Outcome};
+use crate::instance::{tool_ref, Behavior, Outcome, ToolOk};
 use crate::scene::Scene;
 use crate::wire;
 
@@ -75,7 +75,7 @@ pub fn executor(scene: Arc<Scene>) -> ToolExecutor {
                 "signal": signal_identity(&ctx.signal, scene.signal()),
                 "ctx_call_id": ctx.call_id,
             });
-            let behaviour = scene.calls(&call.id);
+            let behaviour = scene.calls(&call.id, &call.name);
             perform(&scene, &call.id, enter, behaviour, ctx).await
         };
         Box::pin(run) as BoxFuture<Result<ToolResultMessage, ToolError>>
@@ -148,17 +148,32 @@ async fn perform<T>(
     }
 }
 
-/// What an invocation does when the scenario scripted none for it: fail, saying so.
-pub fn unscripted<T>(reference: &str, invocation: usize) -> Behavior<T> {
-    let message =
-        format!("the scenario scripted no behaviour for invocation {invocation} of {reference}");
+/// What an invocation does when the scenario scripted none for it (a call that should never have run):
+/// it answers at once (docs/JUDGE.md), and the judge sees the run where it should not be.
+pub fn unscripted<T>(answer: T) -> Behavior<T> {
     Behavior {
         progress: Vec::new(),
         gate: false,
         cancel_run: false,
-        outcome: Outcome::Error {
-            debug: message.clone(),
-            message,
-        },
+        outcome: Outcome::Ok(answer),
     }
 }
+
+/// The executor's answer to a call it had no behaviour for.
+pub fn unplanned_result(id: &str, name: &str) -> ToolResultMessage {
+    ToolResultMessage {
+        tool_call_id: id.to_string(),
+        tool_name: name.to_string(),
+        content: vec![ContentBlock::text(UNPLANNED)],
+        details: Value::Null,
+        is_error: false,
+    }
+}
+
+/// A registry tool's output for an invocation it had no behaviour for.
+pub fn unplanned_output() -> ToolOk {
+    ToolOk { content: vec![ContentBlock::text(UNPLANNED)], details: Value::Null }
+}
+
+/// The text of those answers.
+const UNPLANNED: &str = "unplanned call";
