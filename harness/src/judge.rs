@@ -181,7 +181,7 @@ type Bindings = BTreeMap<String, Value>;
 /// Whether `actual` (`None`: the key is missing) fits `pattern`. A pattern is a value that must be equal,
 /// except for these nodes, the freedoms:
 ///
-/// - `{"$any": F}`: anything, a missing key too;
+/// - `{"$any": F}`: anything, a missing key too (with `"$without": [S…]`: that holds none of the S);
 /// - `{"$text": F}`: a non-empty string;
 /// - `{"$carries": M, "$without": [S…]}`: a string that contains M, none of the S, and no stack;
 /// - `{"$one_of": [V…]}`: one of the V;
@@ -203,7 +203,14 @@ pub fn matches(
     };
     if let Some(node) = pattern.as_object().filter(|o| o.keys().any(|k| k.starts_with('$'))) {
         if node.contains_key("$any") {
-            return Ok(());
+            // `$without` on a free value: none of these texts anywhere in it (a Debug rendering, say).
+            let without = node.get("$without").and_then(Value::as_array);
+            let mut without = without.into_iter().flatten().filter_map(Value::as_str);
+            let leaked = without.any(|w| actual.is_some_and(|a| holds_text(a, w)));
+            return match leaked {
+                false => Ok(()),
+                true => fail(format!("(anything without {})", show(&node["$without"], 80))),
+            };
         }
         if let Some(inner) = node.get("$absent_or") {
             return match actual {
@@ -290,6 +297,16 @@ pub fn matches(
         }
         (want, got) if same(want, got) => Ok(()),
         (want, _) => fail(show(want, 160)),
+    }
+}
+
+/// Whether any string in `value` (a key too) contains `text`.
+fn holds_text(value: &Value, text: &str) -> bool {
+    match value {
+        Value::String(s) => s.contains(text),
+        Value::Array(items) => items.iter().any(|v| holds_text(v, text)),
+        Value::Object(o) => o.iter().any(|(k, v)| k.contains(text) || holds_text(v, text)),
+        _ => false,
     }
 }
 

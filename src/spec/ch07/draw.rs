@@ -190,6 +190,10 @@ impl<'r> Drawing<'r> {
         if reply == "text" || reply == "tool_use_no_calls" || t.text {
             content.extend(self.texts(1, 2));
         }
+        // A model may stream an empty text block beside its calls; it is part of the message too.
+        if t.text && n > 0 {
+            content.insert(0, wire::text(""));
+        }
         let shared_name = self.name();
         let shared_id = self.id();
         let mut calls = Vec::new();
@@ -290,12 +294,14 @@ impl<'r> Drawing<'r> {
         let content = self.texts(1, 3);
         let details = self.details();
         match (outcome, via) {
+            // Every failure text holds a quote: written with Debug (`{:?}`), it would be escaped, and no
+            // longer the message as it is.
             ("error", _) => json!({ "error": {
-                "message": format!("disk full on /dev/{}", self.rng.token(5)),
+                "message": format!("disk \"full\" on /dev/{}", self.rng.token(5)),
                 "debug": format!("DiskFull {{ device: {:?} }}", self.rng.token(7)),
             }}),
-            ("panic", _) => json!({ "panic": format!("tool crashed: {}", self.rng.token(6)) }),
-            ("throw_value", _) => json!({ "throw_value": format!("thrown value {}", self.rng.token(6)) }),
+            ("panic", _) => json!({ "panic": format!("tool \"{}\" crashed", self.rng.token(6)) }),
+            ("throw_value", _) => json!({ "throw_value": format!("thrown \"value\" {}", self.rng.token(6)) }),
             (_, "registry") => json!({ "ok": { "content": content, "details": details } }),
             (kind, _) => json!({ "ok": wire::tool_result(id, name, content, details, kind == "ok_error_result") }),
         }

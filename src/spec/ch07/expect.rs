@@ -510,6 +510,7 @@ fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value 
         return wire::tool_result(&id, &name, vec![wire::text(&message)], Value::Null, true);
     }
     let without: Vec<String> = debug.into_iter().collect();
+    let without = json!(without);
     json!({
         "role": "toolResult",
         "toolCallId": id,
@@ -518,7 +519,8 @@ fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value 
             "$bind": format!("failure-text:{key}"),
             "$match": { "$carries": message, "$without": without, "$freedom": "failure-text" },
         }}],
-        "details": { "$bind": format!("failure-details:{key}"), "$match": { "$any": "failure-details" } },
+        "details": { "$bind": format!("failure-details:{key}"),
+                     "$match": { "$any": "failure-details", "$without": without } },
         "isError": true,
     })
 }

@@ -31,6 +31,9 @@ pub struct Scene {
     left_there: Mutex<AgentContext>,
     /// The `caller` step is recorded once per test.
     caller_reported: AtomicBool,
+    /// Held while the driver itself looks into the caller's context, so that two of its own looks (from
+    /// events on two threads) never take each other for a loop that holds the lock.
+    looking: Mutex<()>,
     /// How often each ref (call id, `tool:<name>`) was entered: the index of its next behaviour.
     invocations: Mutex<HashMap<String, usize>>,
     calls: HashMap<String, Vec<Behavior<ToolResultMessage>>>,
@@ -48,6 +51,7 @@ impl Scene {
             context: Arc::new(Mutex::new(caller.clone())),
             left_there: Mutex::new(caller),
             caller_reported: AtomicBool::new(false),
+            looking: Mutex::new(()),
             invocations: Mutex::default(),
         }
     }
@@ -103,6 +107,7 @@ impl Scene {
         if self.caller_reported.load(Ordering::SeqCst) {
             return;
         }
+        let _looking = lock(&self.looking);
         let state = match self.context.try_lock() {
             Err(TryLockError::WouldBlock) => Some("locked"),
             Ok(shared) => (*shared != *lock(&self.left_there)).then_some("changed"),
@@ -121,6 +126,7 @@ impl Scene {
     /// A turn's `edit_context`: the caller changes its context while the model works (a user typing
     /// on). Needs the context's lock; a loop that holds it gets a `caller locked` step instead.
     pub fn edit_context(&self) {
+        let _looking = lock(&self.looking);
         let mut shared = match self.context.try_lock() {
             Ok(shared) => shared,
             Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),

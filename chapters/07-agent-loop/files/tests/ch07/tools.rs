@@ -143,7 +143,9 @@ async fn perform<T>(
     match behaviour.outcome {
         Outcome::Ok(value) => Ok(value),
         Outcome::Error { message, debug } => Err(Box::new(ScriptedError { message, debug })),
-        Outcome::Panic(text) => panic!("{text}"),
+        // A panic with a literal's payload (`&'static str`, as `panic!("…")` raises it), and one with a
+        // `String` payload: a loop must read both.
+        Outcome::Panic(text) => std::panic::panic_any(&*Box::leak(text.into_boxed_str())),
         Outcome::ThrowValue(text) => std::panic::panic_any(text),
     }
 }
