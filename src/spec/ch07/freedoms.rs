@@ -18,6 +18,11 @@ pub const FREEDOMS: &[Freedom] = &[
         quote: "两个工具可以并发执行。fast 可以先发出 tool_end，但结果仍要按 assistant 中 slow, fast 的顺序写入消息列表。",
     },
     Freedom {
+        name: "event-delivery",
+        what: "when an event reaches the sink: it may be delivered later than the work it reports (queued), always in the loop's order and before the run returns",
+        quote: "实际完成先后只决定事件何时出现。",
+    },
+    Freedom {
         name: "system-prompt-read",
         what: "the system prompt snapshotted at the start or read again for each request",
         quote: "systemPrompt: options.context.systemPrompt, … 运行开始时先克隆 options.context.messages",
