@@ -15,7 +15,7 @@ import type { Model, ModelEvent, ModelRequest } from "../src/model.js";
 import { messages, plain } from "./canonical.js";
 import type { Turn } from "./instance.js";
 import { clone, freeze, isArray } from "./safe.js";
-import type { Trace } from "./trace.js";
+import type { Step, Trace } from "./trace.js";
 
 // 驱动程序等一个事件被转发的时长（期间没有任何步骤）。/ How long a pace waits, without any step.
 export const PACE_QUIET_MS = 1000;
@@ -24,6 +24,8 @@ export const PACE_QUIET_MS = 1000;
 export interface RunSide {
   // stream() 的第二个参数是什么：run、none 或 other（docs/JUDGE.md）。/ What stream()'s signal is.
   requestSignal(signal: unknown): "run" | "none" | "other";
+  // value 是不是调用者 context 里的那个数组本身。/ Whether `value` is the caller's own messages array.
+  isCallersArray(value: unknown): boolean;
   // 在模型调用中取消运行的 signal（记 driver abort）。/ Cancels the run's signal (records driver abort).
   abort(): void;
   // 在模型调用中改调用者的 context（记 driver edit_context）。/ Changes the caller's context.
@@ -56,14 +58,19 @@ export class DriverModel implements Model {
     const n = this.#requests;
     const seen = plain(request);
     const fields = typeof seen === "object" && seen !== null && !isArray(seen) ? seen : {};
-    this.#trace.record({
+    const step: Step = {
       kind: "request",
       n,
       system_prompt: fields["systemPrompt"] ?? null,
       messages: messages(fields["messages"]),
       tools: fields["tools"] ?? null,
       signal: this.#run.requestSignal(signal),
-    });
+    };
+    // 只有 TypeScript 能把调用者的数组本身交给模型；只在发生时记下（docs/JUDGE.md 之外的一个键）。
+    // Only TypeScript can hand the model the caller's array itself; recorded only when it happens (a key
+    // beyond docs/JUDGE.md's).
+    if (this.#run.isCallersArray(messagesOf(request))) step["messages_array"] = "caller";
+    this.#trace.record(step);
     const turn = this.#turns[n - 1];
     if (turn === undefined) {
       stream.end(clone(this.#exhausted));
@@ -133,6 +140,14 @@ export class DriverModel implements Model {
       }
     };
     void giveUp();
+  }
+}
+
+function messagesOf(request: unknown): unknown {
+  try {
+    return (request as { messages?: unknown }).messages;
+  } catch {
+    return undefined;
   }
 }
 

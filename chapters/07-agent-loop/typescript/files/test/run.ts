@@ -55,6 +55,7 @@ export async function drive(
   });
   const model = new DriverModel(instance.turns, instance.exhausted, trace, {
     requestSignal: (signal) => requestSignal(signal, runSignal),
+    isCallersArray: (value) => caller.isArray(value),
     abort,
     editContext: () => caller.edit(),
   });
@@ -118,6 +119,10 @@ class Caller {
     this.#prompt = instance.system_prompt;
     this.#json = stringify(this.#array);
     this.context = { systemPrompt: this.#prompt, messages: this.#array };
+  }
+
+  isArray(value: unknown): boolean {
+    return value === this.#array;
   }
 
   check(): void {

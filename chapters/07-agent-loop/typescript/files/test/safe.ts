@@ -17,7 +17,6 @@ export const SafePromise = Promise;
 export const SafeMap = Map;
 export const SafeSet = Set;
 export const SafeError = Error;
-const SafeWeakRef = WeakRef;
 export const setTimer = setTimeout;
 export const clearTimer = clearTimeout;
 export const now: () => number = performance.now.bind(performance);
@@ -63,10 +62,11 @@ export function sourcesOf(signal: unknown): unknown[] {
   try {
     for (const key of ownKeys(signal as object)) {
       if (typeof key !== "symbol" || key.description !== "kSourceSignals") continue;
-      const sources = getOwnPropertyDescriptor(signal as object, key)?.value;
-      if (!(sources instanceof SafeSet)) continue;
+      // Node's own Set and WeakRef (not the global classes): known by their shape.
+      const sources = getOwnPropertyDescriptor(signal as object, key)?.value as Iterable<unknown>;
       for (const ref of sources) {
-        if (ref instanceof SafeWeakRef) found.push(ref.deref());
+        const deref = (ref as { deref?: unknown }).deref;
+        if (typeof deref === "function") found.push(apply(deref, ref, []));
       }
     }
   } catch {

@@ -15,14 +15,18 @@ import { clearTimer, now, SafePromise, SafeSet, setTimer, stringify } from "./sa
 
 export type Step = { [key: string]: Json };
 
-// 多于任何场景需要的步数：到这里的运行停不下来。/ More steps than any scenario needs: such a run never ends.
+// 多于任何场景需要的步数和字节：到这里的运行停不下来。（评分器自己的上限是 4,000 步、4 MiB。）
+// More steps and bytes than any scenario needs: such a run never ends. (The grader's own limits are
+// 4,000 steps and 4 MiB.)
 export const STEP_LIMIT = 2000;
+export const SIZE_LIMIT = 4 << 20;
 
 export class Trace {
   readonly #steps: Step[] = [];
   readonly #onStep: ((json: string) => void) | undefined;
   readonly #listeners = new SafeSet<() => void>();
   #last = now();
+  #size = 0;
   #closed = false;
   #close!: () => void;
   // 轨迹关闭时 resolve：驱动程序做完了，或步数到了上限。/ Resolves when the trace closes.
@@ -47,19 +51,22 @@ export class Trace {
   // with the plan).
   record(step: Step): void {
     if (this.#closed) return;
-    if (this.#steps.length >= STEP_LIMIT) {
-      this.#append({ kind: "overflow" });
+    const json = stringify(step);
+    this.#size += json.length;
+    if (this.#steps.length >= STEP_LIMIT || this.#size > SIZE_LIMIT) {
+      const overflow = { kind: "overflow" };
+      this.#append(overflow, stringify(overflow));
       this.close();
       return;
     }
-    this.#append(step);
+    this.#append(step, json);
     this.changed();
   }
 
-  #append(step: Step): void {
+  #append(step: Step, json: string): void {
     this.#steps.push(step);
     this.#last = now();
-    this.#onStep?.(stringify(step));
+    this.#onStep?.(json);
   }
 
   // 没有新步骤、但驱动程序的状态变了（例如一个调用到了 gate）：让等待者再看一次。
