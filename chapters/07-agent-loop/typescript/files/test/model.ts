@@ -133,7 +133,7 @@ export class DriverModel implements Model {
         trace.record({
           kind: "driver",
           action: "gave_up",
-          waiting_for: `model_event ${pushed} of request ${n} forwarded`,
+          waiting_for: `request ${n}: model event ${pushed - 1} forwarded as an event step`,
         });
         while (pushed < events.length) pushNext();
         end();

@@ -42,6 +42,6 @@ function holds(wait: Wait, trace: Trace, bench: Bench): boolean {
 
 // gave_up 步骤里说明在等什么。/ What a gave_up step says it waited for.
 export function describe(wait: Wait): string {
-  if ("at_gate" in wait) return `at_gate ${wait.at_gate.join(",")}`;
+  if ("at_gate" in wait) return `at_gate ${wait.at_gate.join(", ")}`;
   return `event ${wait.event} ${wait.id}`;
 }

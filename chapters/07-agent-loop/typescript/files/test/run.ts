@@ -1,8 +1,8 @@
 // 一次运行：按实例搭好 options，运行学习者的循环，计划在旁边执行，记下观察到的一切，直到循环返回
-// （result）、抛出（panic）、卡住（hang）或步数超限（overflow）。
+// （result）、抛出（panic）、卡住（hang）或步数超限（overflow）：这一步总是轨迹的最后一步。
 // One run: options built from the instance, the learner's loop run with the plan beside it, and
 // everything observed recorded, until the loop returns (result), throws (panic), hangs (hang) or runs
-// past the step limit (overflow).
+// past the step limit (overflow): that step is always the trace's last.
 
 import type { AgentContext, AgentLoopOptions, AgentRunResult } from "../src/agent-loop.js";
 import type { Message } from "../src/message.js";
@@ -67,8 +67,8 @@ export async function drive(
   if (instance.max_steps !== null) options.maxSteps = instance.max_steps;
   if (instance.on_event) {
     options.onEvent = (event) => {
-      caller.check();
       trace.record({ kind: "event", event: loopEvent(plain(event)) });
+      caller.check();
     };
   }
 
@@ -92,15 +92,35 @@ export async function drive(
 
   if (!(await trace.until(() => ending !== undefined, RUN_QUIET_MS))) {
     // until() gives up on a close too (the step limit): only real quiet is a hang.
-    if (!trace.isClosed) trace.record({ kind: "hang", waiting_for: "the run to return" });
+    if (!trace.isClosed) trace.record({ kind: "hang", waiting_for: hangingOn(trace, bench) });
     trace.close();
     return trace.steps;
   }
+  // The run's end is the trace's last step: nothing after it is recorded (the plan stops there, and a
+  // loop that still emits after returning shows as a result that came too early).
   if ("returned" in ending!) trace.record(caller.result(ending.returned));
   else trace.record(panic(ending!.threw));
-  await plan;
   trace.close();
+  await plan;
   return trace.steps;
+}
+
+// 卡住的运行在等什么，驱动程序看得到的部分。/ What a hung run waits for, as far as the driver can tell.
+function hangingOn(trace: Trace, bench: Bench): string {
+  const last = trace.steps.at(-1);
+  let text =
+    last === undefined
+      ? "the run to return (no step yet: before or inside the first request)"
+      : `the run to return (last step: ${describeStep(last)})`;
+  const held = bench.held();
+  if (held.length > 0) text += `; waiting at gates: ${held.join(", ")}`;
+  return text;
+}
+
+// 一步的几个字：它的 kind，事件再加上事件的 type。/ A step in a few words: its kind, and an event's type.
+function describeStep(step: Step): string {
+  const event = step["event"] as { type?: unknown } | null | undefined;
+  return step["kind"] === "event" && typeof event?.type === "string" ? `event ${event.type}` : `${step["kind"] as string}`;
 }
 
 // 调用者的 context：驱动程序放进去的样子，每个事件时检查它有没有被改（只记一次）。

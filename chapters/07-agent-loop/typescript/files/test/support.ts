@@ -20,7 +20,7 @@ import { readFileSync } from "node:fs";
 import * as nodeTest from "node:test";
 
 import type { Instance } from "./instance.js";
-import { readInstance } from "./instance.js";
+import { readInstance, withDefaults } from "./instance.js";
 import { judge } from "./judge.js";
 import { drive } from "./run.js";
 import { parse, SafeError } from "./safe.js";
@@ -85,7 +85,7 @@ export function registerGroup(slug: string): void {
         await drive(readInstance(instance), learnerLoop, onStep);
       });
     } else {
-      nodeTest.test(name, () => byHand(name, test.instance, { rules: fixture.rules, ...test.expected }));
+      nodeTest.test(name, () => byHand(name, withDefaults(test.instance), { rules: fixture.rules, ...test.expected }));
     }
   }
 }

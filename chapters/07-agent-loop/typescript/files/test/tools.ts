@@ -76,6 +76,13 @@ export class Bench {
     return registry;
   }
 
+  // 有调用正停在 gate 前的 ref，排好序。/ The refs with an invocation held at their gate, sorted.
+  held(): string[] {
+    const refs: string[] = [];
+    for (const [ref, gate] of this.#gates) if (gate.held.length > 0) refs.push(ref);
+    return refs.sort();
+  }
+
   // ref 有调用正停在 gate 前。/ Whether an invocation of `ref` is held at its gate now.
   atGate(ref: string): boolean {
     return (this.#gates.get(ref)?.held.length ?? 0) > 0;
@@ -105,7 +112,7 @@ export class Bench {
     if (this.#trace.isClosed) return new SafePromise(() => {});
     const n = this.#invocations.get(ref) ?? 0;
     this.#invocations.set(ref, n + 1);
-    const behavior = script?.[n] ?? unscripted(ref);
+    const behavior = script?.[n] ?? unscripted(ref, n);
     let signal: unknown;
     try {
       signal = context.signal;
