@@ -38,8 +38,9 @@ export async function drive(
   onStep?: (json: string) => void,
 ): Promise<readonly Step[]> {
   const trace = new Trace(onStep);
-  const controller = instance.signal ? newController() : undefined;
-  const runSignal = controller?.signal;
+  const held = instance.signal ? newController() : undefined;
+  const controller = held?.controller;
+  const runSignal = held?.signal;
   const caller = new Caller(trace, instance);
 
   const abort = () => {

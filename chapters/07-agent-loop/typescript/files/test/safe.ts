@@ -25,6 +25,7 @@ const SignalClass = AbortSignal;
 const ControllerClass = AbortController;
 const abortedGetter = getOwnPropertyDescriptor(SignalClass.prototype, "aborted")!.get!;
 const abortMethod = ControllerClass.prototype.abort;
+const signalGetter = getOwnPropertyDescriptor(ControllerClass.prototype, "signal")!.get!;
 const addListener = EventTarget.prototype.addEventListener;
 
 // 一份纯 JSON 数据的深拷贝：交给循环的总是新对象，驱动程序自己的数据它碰不到。
@@ -33,8 +34,10 @@ export function clone<T>(value: T): T {
   return parse(stringify(value)) as T;
 }
 
-export function newController(): AbortController {
-  return new ControllerClass();
+// 一个新的 AbortController 和它的 signal。/ A new AbortController and its signal.
+export function newController(): { controller: AbortController; signal: AbortSignal } {
+  const controller = new ControllerClass();
+  return { controller, signal: apply(signalGetter, controller, []) as AbortSignal };
 }
 
 export function abortController(controller: AbortController): void {
