@@ -1,24 +1,30 @@
 // The graded entry point of a TypeScript practice directory: pi-course runs this, never `node --test`.
-// By hand, learners run the tests with `node --test`; this file is how the grader gets one verdict per
-// test that nothing under test can forge. It speaks the same channel as the Rust track's harness
-// (harness/src/protocol.rs in the pi-course repository):
+// By hand, learners run the tests with `node --test`; this file is how the grader gets, for each test,
+// the trace of steps the test kit's driver observed, which nothing under test can forge. It speaks
+// protocol 2 of the channel (docs/JUDGE.md "Orders and records" in the pi-course repository):
 //
-// - descriptor 3 holds the orders: a per-grade key, then `list`, or `run` and one test name per line.
-//   They are read whole and the descriptor is closed before any test file loads.
-// - descriptor 4 is a socket: one JSON record per line (listed, started, passed, failed), each with the key.
+// - descriptor 3 holds the orders: a per-grade key, then `run`, then one test per line, its name and its
+//   scenario instance (JSON) separated by a tab. They are read whole and the descriptor is closed before
+//   any test file loads.
+// - descriptor 4 is a socket: one JSON record per line (started, step, finished), each with the key.
+//   A step is written the moment the driver records it. Nothing here compares or decides: the grader
+//   computes the expected trace of each instance and judges.
 //
 // Why the learner's code cannot forge a record:
 // - The key lives only in this module's scope, and every function used to write a record was taken
 //   before any other code ran. Node's own intrinsics are frozen (--frozen-intrinsics), so the learner
-//   cannot swap Array or JSON methods under the tests either.
+//   cannot swap Array or JSON methods under the driver either; the driver takes the global names it
+//   calls (JSON, Promise, timers, AbortSignal...) when it loads, before the learner's code does.
 // - The test files load the learner's loop lazily, inside test bodies. So every test is registered and
 //   the list is sealed before one line of learner code runs: no test can be added, removed or replaced.
+// - Each test body gets its step writer as an argument and keeps it in its own scope; a writer accepts
+//   steps only while its test runs.
 // - The modules the tests rely on (the course code, the test kit, node:assert, node:util) and the
-//   globals they call are frozen before the first test runs, so learner code cannot rewrite what a
-//   test checks with. Node's ways to look into its own process (heap snapshots, vm, V8 flags, loader
+//   globals they call are frozen before the first test runs, so learner code cannot rewrite what the
+//   driver records with. Node's ways to look into its own process (heap snapshots, vm, V8 flags, loader
 //   hooks) are refused.
 // - node runs with the permission model: no child processes, workers, inspector or native addons, and
-//   reads only of the compiled code. The grader's sandbox confines the process besides.
+//   reads only of the compiled code and the test data. The grader's sandbox confines the process besides.
 
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -39,13 +45,19 @@ const orders = readFileSync(ORDERS_FD, "utf8").split("\n");
 closeSync(ORDERS_FD);
 const key = orders[0];
 const mode = orders[1];
-const wanted = orders.slice(2).filter((name) => name.length > 0);
+// Each test to run: its name, and its instance as the grader wrote it (parsed by the test kit).
+const wanted = [];
+for (const line of orders.slice(2)) {
+  if (line.length === 0) continue;
+  const tab = line.indexOf("\t");
+  wanted.push(tab === -1 ? { name: line, instance: "" } : { name: line.slice(0, tab), instance: line.slice(tab + 1) });
+}
 
 /** Writes one keyed record. Built by hand: no learner-reachable function ever sees the key. */
-function record(event, test, message) {
+function record(event, test, step) {
   const line =
     '{"key":' + stringify(key) + ',"event":' + stringify(event) + ',"test":' + stringify(test) +
-    ',"message":' + (typeof message === "string" ? stringify(message) : "null") + "}\n";
+    (typeof step === "string" ? ',"step":' + step : "") + "}\n";
   writeSync(VERDICTS_FD, line);
 }
 
@@ -54,7 +66,7 @@ function fail(reason) {
   exit(2);
 }
 
-if (typeof key !== "string" || key.length < 32 || (mode !== "list" && mode !== "run")) {
+if (typeof key !== "string" || key.length < 32 || mode !== "run") {
   fail("no orders on descriptor 3: this file is run by `pi-course grade`; by hand, use `node --test`");
 }
 
@@ -173,11 +185,6 @@ for (const name of LOCKED_GLOBALS) {
 }
 for (const moduleName of HARDENED_MODULES) harden(builtin(moduleName));
 
-if (mode === "list") {
-  for (const name of tests.keys()) record("listed", name);
-  exit(0);
-}
-
 /** The text of whatever a test threw, without running learner code that could hang or throw again. */
 function messageOf(error) {
   try {
@@ -188,22 +195,27 @@ function messageOf(error) {
   }
 }
 
-for (const name of wanted) {
+for (const { name, instance } of wanted) {
   record("started", name);
   const body = tests.get(name);
-  if (body === undefined) {
-    record("failed", name, `no test is named ${stringify(name)}`);
+  if (body === undefined || duplicates.has(name)) {
+    stderrWrite(`pi-course harness: ${body === undefined ? "no test is named" : "two tests are named"} ${stringify(name)}\n`);
+    record("finished", name);
     continue;
   }
-  if (duplicates.has(name)) {
-    record("failed", name, `two tests are named ${stringify(name)}`);
-    continue;
-  }
+  // The driver's JSON of one step (one line, written by the kit's own captured JSON.stringify), taken
+  // only while this test runs: a step that comes later would land in the next test's trace.
+  let open = true;
+  const onStep = (json) => {
+    if (open && typeof json === "string" && json.indexOf("\n") === -1) record("step", name, json);
+  };
   try {
-    await body();
-    record("passed", name);
+    await body(instance, onStep);
   } catch (error) {
-    record("failed", name, messageOf(error));
+    // The driver failed (its own bug, or an instance it cannot read): a message, never a verdict.
+    stderrWrite(`pi-course harness: the driver stopped on ${stringify(name)}: ${messageOf(error)}\n`);
   }
+  open = false;
+  record("finished", name);
 }
 exit(0);

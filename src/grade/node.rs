@@ -10,8 +10,8 @@
 //!   dependencies, and writes only the slot's `dist/`. tsc never runs the code it compiles, and any
 //!   diagnostic is a compile error, as `npm run build` would report it.
 //! - **The tests** run in one node per batch, under node's permission model (no child processes,
-//!   workers, inspector or addons; reads of the compiled code only), with frozen intrinsics and no code
-//!   built from strings, inside the grader's sandbox. Why each matters: `harness-node/harness/run.mjs`.
+//!   workers, inspector or addons; reads of the compiled code and the scenarios only), with frozen
+//!   intrinsics and no code built from strings, inside the grader's sandbox. Why each matters: `harness-node/harness/run.mjs`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -311,6 +311,14 @@ fn test_command(req: &BuildRequest<'_>, node: &Node) -> TestCommand {
     allow_read.push(dist.join("*"));
     let mut allow_harness = OsString::from("--allow-fs-read=");
     allow_harness.push(harness.join("*"));
+    // The test files register their tests from the chapter's scenarios (a given file, never the
+    // learner's): the names only; graded, each instance comes from the orders.
+    let scenarios = req
+        .build_dir
+        .join("test")
+        .join(format!("{}-expected.json", req.test_target));
+    let mut allow_scenarios = OsString::from("--allow-fs-read=");
+    allow_scenarios.push(&scenarios);
     let editable: Vec<&str> = req.renames.iter().map(|(path, _)| path.as_str()).collect();
     TestCommand {
         program: node.path.clone(),
@@ -318,6 +326,7 @@ fn test_command(req: &BuildRequest<'_>, node: &Node) -> TestCommand {
             permission_flag(node).into(),
             allow_read,
             allow_harness,
+            allow_scenarios,
             "--frozen-intrinsics".into(),
             "--no-addons".into(),
             "--disallow-code-generation-from-strings".into(),
@@ -327,7 +336,10 @@ fn test_command(req: &BuildRequest<'_>, node: &Node) -> TestCommand {
             format!("--max-old-space-size={}", (memory_mib * 3 / 4).max(64)).into(),
             harness.join("run.mjs").into(),
         ],
-        read: [dist, harness].into_iter().chain(node_reads()).collect(),
+        read: [dist, harness, scenarios]
+            .into_iter()
+            .chain(node_reads())
+            .collect(),
         envs: vec![
             ("PI_COURSE_EDITABLE".into(), editable.join(",")),
             // The permission model and frozen intrinsics announce themselves as experimental on every start.

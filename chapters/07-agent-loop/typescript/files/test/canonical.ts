@@ -1,0 +1,131 @@
+// 步骤里的值的规范形式（docs/JUDGE.md）：两个语言的驱动程序对同一次运行写出同一份 JSON。
+// The canonical form of the values in a step (docs/JUDGE.md), so the drivers of both tracks write the
+// same JSON for the same run:
+//
+// - 学习者给的值先变成纯 JSON 数据，只读一次（它的 toJSON 和 getter 在这里运行，之后不再碰它）；
+//   a learner's value becomes plain JSON data first, read once (its toJSON and getters run here, and
+//   it is never touched again);
+// - toolResult 总有 details（没有就是 null），errorMessage 只在设置了时出现（JSON 本就丢掉 undefined）；
+//   a toolResult always has `details` (null when absent); `errorMessage` appears only when set (JSON
+//   drops undefined already);
+// - 已知形状的键按线上格式的顺序排列，多出来的键原样留在后面（它们也是观察到的）。
+//   the keys of a known shape come in wire order; extra keys stay, after them (they were observed too).
+
+import { create, hasOwn, isArray, ownKeys, parse, stringify } from "./safe.js";
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+// 写不成 JSON 的值（循环引用、BigInt……）在步骤里的样子。/ A value JSON cannot hold (a cycle, a BigInt...).
+export const NOT_JSON = "<not JSON>";
+
+export function plain(value: unknown): Json {
+  try {
+    const text = stringify(value);
+    return text === undefined ? null : (parse(text) as Json);
+  } catch {
+    return NOT_JSON;
+  }
+}
+
+function isObject(value: Json | undefined): value is JsonObject {
+  return typeof value === "object" && value !== null && !isArray(value);
+}
+
+// 先放 keys（有的才放），再放其余的键。/ `keys` first (those present), then every other key.
+function ordered(value: JsonObject, keys: readonly string[], fill: JsonObject = {}): JsonObject {
+  // Without a prototype, so a key named "__proto__" is kept as a key like any other.
+  const out = create(null) as JsonObject;
+  for (const key of keys) {
+    if (hasOwn(value, key)) out[key] = value[key]!;
+    else if (hasOwn(fill, key)) out[key] = fill[key]!;
+  }
+  for (const key of ownKeys(value)) {
+    if (typeof key === "string" && !hasOwn(out, key)) out[key] = value[key]!;
+  }
+  return out;
+}
+
+function list(value: Json | undefined, each: (item: Json) => Json): Json {
+  return isArray(value) ? value.map(each) : (value ?? null);
+}
+
+// value 的一份浅拷贝，其中 key（有的话）换成 f 的结果。/ A shallow copy of `value`, its `key` (if any) mapped by f.
+function mapped(value: JsonObject, key: string, f: (item: Json) => Json): JsonObject {
+  if (!hasOwn(value, key)) return value;
+  const out = ordered(value, []);
+  out[key] = f(value[key]!);
+  return out;
+}
+
+export function block(value: Json): Json {
+  if (!isObject(value)) return value;
+  if (value["type"] === "text") return ordered(value, ["type", "text"]);
+  if (value["type"] === "toolCall") return ordered(value, ["type", "id", "name", "arguments"]);
+  return value;
+}
+
+export function blocks(value: Json | undefined): Json {
+  return list(value, block);
+}
+
+export function message(value: Json): Json {
+  if (!isObject(value)) return value;
+  const withContent = mapped(value, "content", blocks);
+  switch (value["role"]) {
+    case "user":
+      return ordered(withContent, ["role", "content"]);
+    case "assistant":
+      return ordered(withContent, ["role", "content", "stopReason", "errorMessage"]);
+    case "toolResult":
+      return ordered(withContent, ["role", "toolCallId", "toolName", "content", "details", "isError"], {
+        details: null,
+      });
+    default:
+      return value;
+  }
+}
+
+export function messages(value: Json | undefined): Json {
+  return list(value, message);
+}
+
+export function modelEvent(value: Json): Json {
+  if (!isObject(value)) return value;
+  const event = mapped(mapped(value, "partial", message), "call", block);
+  switch (value["type"]) {
+    case "start":
+      return ordered(event, ["type", "partial"]);
+    case "text_delta":
+      return ordered(event, ["type", "delta", "partial"]);
+    case "tool_call":
+      return ordered(event, ["type", "call", "partial"]);
+    case "done":
+      return ordered(event, ["type", "reason"]);
+    case "error":
+      return ordered(event, ["type", "message"]);
+    default:
+      return value;
+  }
+}
+
+export function loopEvent(value: Json): Json {
+  if (!isObject(value)) return value;
+  switch (value["type"]) {
+    case "model_event":
+      return ordered(mapped(value, "event", modelEvent), ["type", "event"]);
+    case "assistant_message":
+      return ordered(mapped(value, "message", message), ["type", "message"]);
+    case "tool_start":
+      return ordered(mapped(value, "call", block), ["type", "call"]);
+    case "tool_progress":
+      return ordered(mapped(value, "content", blocks), ["type", "toolCallId", "content"]);
+    case "tool_end":
+    case "tool_skipped":
+      return ordered(mapped(value, "result", message), ["type", "result"]);
+    case "turn_end":
+      return ordered(value, ["type", "reason"]);
+    default:
+      return value;
+  }
+}

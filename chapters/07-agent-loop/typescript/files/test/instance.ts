@@ -1,0 +1,116 @@
+// 场景实例：评分器（或手动运行时的 07-expected.json）交给驱动程序的一次运行的全部输入。格式见
+// pi-course 的 docs/JUDGE.md「The instance」；这里只有它的类型和读取。
+// A scenario instance: everything one run takes, as the grader (or, by hand, 07-expected.json) hands it
+// to the driver. Its format is docs/JUDGE.md "The instance" in the pi-course repository; this module
+// holds its types and how it is read.
+
+import type { AssistantMessage, Message, TextContent, ToolResultMessage } from "../src/message.js";
+import type { ModelEvent } from "../src/model.js";
+import type { ToolDefinition } from "../src/tool.js";
+import { isArray, ownKeys, parse, SafeError } from "./safe.js";
+
+export interface Instance {
+  test?: string;
+  system_prompt: string;
+  caller: Message[];
+  tools: ToolDefinition[];
+  executor: boolean;
+  signal: boolean;
+  max_steps: number | null;
+  on_event: boolean;
+  turns: Turn[];
+  exhausted: AssistantMessage;
+  calls: Record<string, Behavior[]>;
+  tool_runs: Record<string, Behavior[]>;
+  plan: Action[];
+}
+
+export interface Turn {
+  message: AssistantMessage;
+  events: ModelEvent[];
+  paced: boolean;
+  abort: boolean;
+  edit_context: boolean;
+}
+
+export interface Behavior {
+  progress: TextContent[][];
+  gate: boolean;
+  cancel_run: boolean;
+  outcome: Outcome;
+}
+
+export type Outcome =
+  | { ok: ToolResultMessage | { content: TextContent[]; details: unknown } }
+  | { error: { message: string; debug: string } }
+  | { panic: string }
+  | { throw_value: string };
+
+export type Action = { wait: Wait } | { release: string } | { abort: null };
+
+export type Wait = { at_gate: string[] } | { event: "tool_end"; id: string };
+
+// 一次调用没有写行为（或调用次数超出了脚本）时的行为：一个说明这一点的错误，让运行继续下去。
+// The behaviour of an invocation the instance does not script (or one past its list): an error that
+// says so, so the run goes on.
+export function unscripted(ref: string, invocation: number): Behavior {
+  const message = `the scenario scripted no behaviour for invocation ${invocation} of ${ref}`;
+  return { progress: [], gate: false, cancel_run: false, outcome: { error: { message, debug: message } } };
+}
+
+// 读一个实例。只检查驱动程序赖以运行的形状，内容由评分器负责；省略的可选字段取缺省值（false、空），
+// 和 Rust 的驱动程序一样。
+// Reads an instance. Only the shape the driver relies on is checked (the content is the grader's);
+// optional fields left out take their defaults (false, empty), as the Rust driver's do.
+export function readInstance(text: string): Instance {
+  return withDefaults(parse(text));
+}
+
+export function withDefaults(value: unknown): Instance {
+  const given = value as Partial<Instance> | null;
+  const shaped =
+    typeof given === "object" &&
+    given !== null &&
+    typeof given.system_prompt === "string" &&
+    isArray(given.caller) &&
+    isArray(given.tools) &&
+    isArray(given.turns);
+  if (!shaped) throw new SafeError("pi-course: the instance is not a scenario instance (docs/JUDGE.md)");
+  const behaviours = (scripts: Record<string, Partial<Behavior>[]> | undefined) => {
+    const out: Record<string, Behavior[]> = {};
+    for (const key of ownKeys(scripts ?? {})) {
+      if (typeof key === "string") out[key] = (scripts![key] ?? []).map(behavior);
+    }
+    return out;
+  };
+  return {
+    ...given,
+    system_prompt: given.system_prompt!,
+    caller: given.caller!,
+    tools: given.tools!,
+    executor: given.executor === true,
+    signal: given.signal === true,
+    max_steps: typeof given.max_steps === "number" ? given.max_steps : null,
+    on_event: given.on_event === true,
+    turns: given.turns!.map((turn: Partial<Turn>) => ({
+      message: turn.message!,
+      events: turn.events ?? [],
+      paced: turn.paced === true,
+      abort: turn.abort === true,
+      edit_context: turn.edit_context === true,
+    })),
+    exhausted: given.exhausted!,
+    calls: behaviours(given.calls),
+    tool_runs: behaviours(given.tool_runs),
+    plan: given.plan ?? [],
+  };
+}
+
+function behavior(given: Partial<Behavior>): Behavior {
+  return {
+    progress: given.progress ?? [],
+    gate: given.gate === true,
+    cancel_run: given.cancel_run === true,
+    outcome: given.outcome!,
+  };
+}
