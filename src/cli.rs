@@ -80,6 +80,15 @@ pub enum Command {
         /// A Lab number (7.3), group slug or group name
         lab: Option<String>,
     },
+    /// Show a failing test of the last grade: what the chapter expected beside what your loop did, step by
+    /// step, with the first divergence marked
+    Explain {
+        /// The practice directory (`pi-course explain TEST` inside one names the test)
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// The test's full name, or a part of it that only one failing test has (default: the first)
+        test: Option<String>,
+    },
     /// Show the chapter, each Lab's last grade, changed given files, and how to start over
     Status {
         /// The practice directory

@@ -7,6 +7,7 @@ mod class;
 mod classroom;
 mod cli;
 mod error;
+mod explain;
 mod grade;
 mod hint;
 mod i18n;
@@ -78,6 +79,7 @@ fn main() -> ExitCode {
             watch::run(&catalog, lang, dir, poll, limits.into())
         }
         Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),
+        Command::Explain { dir, test } => explain::run(&catalog, lang, dir, test),
         Command::Status { dir } => status::run(&catalog, lang, dir),
     };
     match outcome {

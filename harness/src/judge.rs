@@ -62,7 +62,7 @@ pub fn compare(expected: &Value, trace: &[Value]) -> Result<(), Divergence> {
         .unwrap_or_default();
     let mut furthest: Option<Divergence> = None;
     for alternative in alternatives {
-        match walk(alternative, trace) {
+        match walk(alternative, trace, &mut Vec::new()) {
             Ok(()) => return Ok(()),
             Err(d) if furthest.as_ref().is_none_or(|f| d.index > f.index) => furthest = Some(d),
             Err(_) => {}
@@ -107,7 +107,8 @@ fn steps_of(alternative: &Value) -> Vec<Expected<'_>> {
         .collect()
 }
 
-fn walk(alternative: &Value, trace: &[Value]) -> Result<(), Divergence> {
+/// Walks `trace` through one alternative's graph; `pairs` gets (expected step, trace step) for each match.
+fn walk(alternative: &Value, trace: &[Value], pairs: &mut Vec<(usize, usize)>) -> Result<(), Divergence> {
     let steps = steps_of(alternative);
     let mut matched = vec![false; steps.len()];
     let mut bound = Bindings::new();
@@ -136,6 +137,7 @@ fn walk(alternative: &Value, trace: &[Value]) -> Result<(), Divergence> {
         if let Some((i, trial)) = try_match(actual, &matched, &bound) {
             matched[i] = true;
             bound = trial;
+            pairs.push((i, index));
             index += 1;
             continue;
         }
@@ -154,6 +156,7 @@ fn walk(alternative: &Value, trace: &[Value]) -> Result<(), Divergence> {
                 matched[i] = true;
                 bound = trial;
                 taken[j] = true;
+                pairs.push((i, j));
             }
             None => return Err(diverge(&steps, &enabled(&matched), index, Some(actual), &bound)),
         }
@@ -173,6 +176,66 @@ fn is_event(step: &Value) -> bool {
 fn is_end(step: &Value) -> bool {
     let kind = step.get("kind").and_then(Value::as_str).unwrap_or("");
     matches!(kind, "result" | "panic" | "hang" | "overflow" | "timeout" | "exit" | "crash")
+}
+
+/// One row of a timeline: an expected step and the trace step that matched it, or, from the first
+/// divergence on, what was still expected beside what happened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub expected: Option<String>,
+    pub actual: Option<String>,
+    /// The row of the first divergence.
+    pub diverges: bool,
+}
+
+/// The expected and the actual timeline side by side (for `pi-course explain`): the matched steps in the
+/// trace's order, then the first divergence, then what was left of each. The alternative shown is the one
+/// that matched, or else the one that went furthest.
+pub fn timeline(expected: &Value, trace: &[Value]) -> Vec<Row> {
+    let alternatives = expected.get("alternatives").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut best: Option<(Value, Vec<(usize, usize)>, Result<(), Divergence>)> = None;
+    for alternative in alternatives {
+        let mut pairs = Vec::new();
+        let outcome = walk(&alternative, trace, &mut pairs);
+        let better = match (&best, &outcome) {
+            (None, _) => true,
+            (Some((_, _, Ok(()))), _) => false,
+            (Some(_), Ok(())) => true,
+            (Some((_, _, Err(b))), Err(d)) => d.index > b.index,
+        };
+        if better {
+            best = Some((alternative, pairs, outcome));
+        }
+    }
+    let Some((alternative, mut pairs, outcome)) = best else {
+        return trace.iter().map(|t| Row { expected: None, actual: Some(label(t)), diverges: false }).collect();
+    };
+    let steps = steps_of(&alternative);
+    pairs.sort_by_key(|&(_, t)| t);
+    let mut rows: Vec<Row> = pairs
+        .iter()
+        .map(|&(e, t)| Row { expected: Some(label(steps[e].pattern)), actual: Some(label(&trace[t])), diverges: false })
+        .collect();
+    if let Err(d) = outcome {
+        let seen: Vec<usize> = pairs.iter().map(|&(_, t)| t).collect();
+        let used: Vec<usize> = pairs.iter().map(|&(e, _)| e).collect();
+        let left: Vec<String> = (0..steps.len()).filter(|i| !used.contains(i)).map(|i| label(steps[i].pattern)).collect();
+        let rest: Vec<String> = (d.index..trace.len()).filter(|t| !seen.contains(t)).map(|t| label(&trace[t])).collect();
+        let wanted: Vec<String> = d.expected.iter().map(label).collect();
+        rows.push(Row {
+            expected: Some(if wanted.is_empty() { "(end)".to_string() } else { wanted.join(" | ") }),
+            actual: Some(rest.first().cloned().unwrap_or_else(|| "(end)".to_string())),
+            diverges: true,
+        });
+        let left: Vec<String> = left.into_iter().filter(|l| !wanted.contains(l)).collect();
+        let rest = rest.into_iter().skip(1);
+        let mut rest = rest.peekable();
+        let mut left = left.into_iter().peekable();
+        while left.peek().is_some() || rest.peek().is_some() {
+            rows.push(Row { expected: left.next(), actual: rest.next(), diverges: false });
+        }
+    }
+    rows
 }
 
 /// The divergence at `index`: the closest candidate is one of the same kind (and event type) as the
@@ -703,6 +766,23 @@ mod tests {
         assert!(compare(&g, &t(&[&a, &r1, &r2, &b, &end])).is_err());
         assert!(compare(&g, &t(&[&r1, &r2, &b, &a, &end])).is_err());
         assert!(compare(&g, &t(&[&r1, &r2, &b, &end, &a])).is_err());
+    }
+
+    #[test]
+    fn a_timeline_pairs_steps_then_shows_the_divergence_and_what_was_left() {
+        let g = graph(vec![
+            step(&[], json!({"kind": "request", "n": 1})),
+            step(&[0], json!({"kind": "request", "n": 2})),
+            step(&[1], json!({"kind": "result", "reason": "stop"})),
+        ]);
+        let trace = [json!({"kind": "request", "n": 1}), json!({"kind": "result", "reason": "stop"})];
+        let rows = timeline(&g, &trace);
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!(rows[0].expected.as_deref(), Some("request #1"));
+        assert!(rows[1].diverges);
+        assert_eq!(rows[1].expected.as_deref(), Some("request #2"));
+        assert_eq!(rows[1].actual.as_deref(), Some("return(stop)"));
+        assert_eq!((rows[2].expected.as_deref(), rows[2].actual.as_deref()), (Some("return(stop)"), None));
     }
 
     #[test]

@@ -14,10 +14,32 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::outcome::{GradeResult, GroupStatus};
+use super::outcome::{Evidence, GradeResult, GroupStatus};
 use crate::{atomic_file, metadata};
 
 pub const FILE: &str = "last-grade.json";
+/// What the last grade expected and got for each test that did not pass (`pi-course explain`).
+pub const TRACES: &str = "last-traces.json";
+/// The most bytes of evidence kept: a failing test beyond it is left out (its verdict is still kept).
+const MAX_TRACES_BYTES: usize = 16 << 20;
+
+/// `.pi-course/last-traces.json`: the last grade's failing tests, each with its expected and actual trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastTraces {
+    pub version: u32,
+    /// The seed the grade drew its instances with.
+    pub seed: Option<u64>,
+    pub tests: Vec<Explained>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explained {
+    pub name: String,
+    pub lab: String,
+    pub message: String,
+    #[serde(flatten)]
+    pub evidence: Evidence,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastGrade {
@@ -49,8 +71,38 @@ pub fn load(practice_dir: &Path) -> Option<LastGrade> {
     serde_json::from_str(&text).ok()
 }
 
-/// Records the verdict of each graded group, keeping the other Labs' earlier verdicts.
-pub fn record(practice_dir: &Path, result: &GradeResult) -> std::io::Result<()> {
+/// The evidence of the last grade's failing tests; `None` when there is none (or the file is damaged).
+pub fn load_traces(practice_dir: &Path) -> Option<LastTraces> {
+    let text = std::fs::read_to_string(practice_dir.join(metadata::DIR).join(TRACES)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The evidence of `result`'s failing tests, in the learner's language, as `explain` reads it.
+pub fn traces_of(result: &GradeResult, lang: crate::i18n::Lang) -> LastTraces {
+    let mut size = 0;
+    let mut tests = Vec::new();
+    for g in &result.groups {
+        for t in &g.tests {
+            let Some(evidence) = &t.evidence else { continue };
+            let bytes = serde_json::to_string(evidence.as_ref()).map_or(usize::MAX, |s| s.len());
+            if size + bytes > MAX_TRACES_BYTES {
+                continue;
+            }
+            size += bytes;
+            tests.push(Explained {
+                name: t.name.clone(),
+                lab: g.group.lab.clone(),
+                message: t.message(lang).unwrap_or_default(),
+                evidence: evidence.as_ref().clone(),
+            });
+        }
+    }
+    LastTraces { version: 1, seed: result.seed, tests }
+}
+
+/// Records the verdict of each graded group, keeping the other Labs' earlier verdicts, and the evidence
+/// of the failing tests.
+pub fn record(practice_dir: &Path, result: &GradeResult, lang: crate::i18n::Lang) -> std::io::Result<()> {
     let time = crate::time::now();
     let mut last = load(practice_dir).unwrap_or(LastGrade {
         version: 1,
@@ -73,6 +125,8 @@ pub fn record(practice_dir: &Path, result: &GradeResult) -> std::io::Result<()> 
         };
         last.labs.insert(g.group.lab.clone(), verdict);
     }
+    let traces = serde_json::to_string(&traces_of(result, lang)).map_err(std::io::Error::other)?;
+    atomic_file::write(&practice_dir.join(metadata::DIR).join(TRACES), traces.as_bytes())?;
     let json = serde_json::to_string_pretty(&last).map_err(std::io::Error::other)?;
     atomic_file::write(&path(practice_dir), json.as_bytes())
 }
@@ -117,6 +171,7 @@ mod tests {
                     name: "plain_stop::t".into(),
                     outcome,
                     duration: Duration::ZERO,
+                    evidence: None,
                 }],
                 error: None,
             }],
@@ -131,7 +186,7 @@ mod tests {
     fn a_grade_that_did_not_build_keeps_how_far_the_learner_got() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(metadata::DIR)).unwrap();
-        record(dir.path(), &graded(None, true)).unwrap();
+        record(dir.path(), &graded(None, true), crate::i18n::Lang::En).unwrap();
         let passed = load(dir.path()).unwrap();
         assert_eq!(passed.labs["7.1"].status, GroupStatus::Pass);
         assert_eq!(passed.unbuilt, None);
@@ -140,7 +195,7 @@ mod tests {
             rendered: "error[E0308]".into(),
             errors: 1,
         };
-        record(dir.path(), &graded(Some(broken), false)).unwrap();
+        record(dir.path(), &graded(Some(broken), false), crate::i18n::Lang::En).unwrap();
         let after = load(dir.path()).unwrap();
         assert_eq!(
             after.labs, passed.labs,
@@ -148,7 +203,7 @@ mod tests {
         );
         assert!(after.unbuilt.is_some());
 
-        record(dir.path(), &graded(None, false)).unwrap();
+        record(dir.path(), &graded(None, false), crate::i18n::Lang::En).unwrap();
         let rebuilt = load(dir.path()).unwrap();
         assert_eq!(rebuilt.labs["7.1"].status, GroupStatus::Fail);
         assert_eq!(rebuilt.unbuilt, None);

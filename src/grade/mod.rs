@@ -271,7 +271,7 @@ pub async fn grade(
     result.elapsed = started.elapsed();
     progress(Stage::Done);
     if opts.record_last_grade {
-        if let Err(e) = last::record(&practice.dir, &result) {
+        if let Err(e) = last::record(&practice.dir, &result, opts.lang) {
             result.warnings.push(Warning::LastGradeNotSaved {
                 error: e.to_string(),
             });

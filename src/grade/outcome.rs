@@ -89,6 +89,15 @@ pub struct TestResult {
     pub name: String,
     pub outcome: Outcome,
     pub duration: Duration,
+    /// For a test that did not pass: what was expected and what the loop did (`pi-course explain`).
+    pub evidence: Option<std::sync::Arc<Evidence>>,
+}
+
+/// A test's expected trace and the trace its driver recorded.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Evidence {
+    pub expected: serde_json::Value,
+    pub trace: Vec<serde_json::Value>,
 }
 
 impl Outcome {
@@ -501,6 +510,7 @@ mod tests {
             name: "a::b".into(),
             outcome,
             duration: Duration::ZERO,
+            evidence: None,
         }
     }
 

@@ -26,7 +26,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::channel::{Orders, Received, Record, TestProcess};
-use super::outcome::{Outcome, TestResult};
+use super::outcome::{Evidence, Outcome, TestResult};
 use super::toolchain::TestCommand;
 use crate::judge::compare;
 use crate::process::Captured;
@@ -127,10 +127,15 @@ impl Runner {
         }
     }
 
+    /// What a test that did not pass expected and got, for `pi-course explain`.
+    fn evidence(&self, name: &str, outcome: &Outcome, trace: Vec<Value>) -> Option<Arc<Evidence>> {
+        let case = self.cases.get(name)?;
+        (*outcome != Outcome::Passed).then(|| Arc::new(Evidence { expected: case.expected.clone(), trace }))
+    }
+
     /// Where an unfinished trace stood when its process ended or ran out of time, for the message.
-    fn so_far(&self, name: &str, mut trace: Vec<Value>, end: Value) -> String {
-        trace.push(end);
-        match self.judge(name, &trace) {
+    fn so_far(&self, name: &str, trace: &[Value]) -> String {
+        match self.judge(name, trace) {
             Outcome::Diverged { message } => format!("{message}\n"),
             _ => String::new(),
         }
@@ -248,7 +253,8 @@ impl Runner {
                 let outcome = self.judge(&running, &trace.steps);
                 judged.insert(running.clone());
                 let duration = at.elapsed();
-                jobs.push(Job::Done(running.clone(), TestResult { name: running, outcome, duration }));
+                let evidence = self.evidence(&running, &outcome, trace.steps);
+                jobs.push(Job::Done(running.clone(), TestResult { name: running, outcome, duration, evidence }));
             }
         }
         process.group.kill();
@@ -270,17 +276,17 @@ impl Runner {
     /// started survives it). `slot` is released after [`SLOW`].
     async fn run_alone(&self, name: String, slot: tokio::sync::OwnedSemaphorePermit) -> TestResult {
         let started = Instant::now();
-        let result = |outcome| TestResult {
+        let result = |outcome, trace: Vec<Value>| TestResult {
             name: name.clone(),
+            evidence: self.evidence(&name, &outcome, trace),
             outcome,
             duration: started.elapsed(),
         };
         let mut process = match self.start(std::slice::from_ref(&name)) {
             Ok(process) => process,
             Err(e) => {
-                return result(Outcome::Failed {
-                    output: format!("could not start the test: {e}"),
-                })
+                let output = format!("could not start the test: {e}");
+                return result(Outcome::Failed { output }, Vec::new());
             }
         };
         let mut slot = Some(slot);
@@ -327,25 +333,27 @@ impl Runner {
         if finished {
             process.stdout.abort();
             process.stderr.abort();
-            return result(self.judge(&name, &trace.steps));
+            return result(self.judge(&name, &trace.steps), trace.steps);
         }
         let (stdout, stderr) = drain(process.stdout, process.stderr).await;
         let printed = format!("{}{}", stdout.text(), stderr.text());
+        let mut steps = trace.steps;
         let outcome = match status {
-            None => Outcome::TimedOut {
-                after: self.timeout,
-                output: self.so_far(&name, trace.steps, json!({ "kind": "timeout" })) + &printed,
-            },
+            None => {
+                steps.push(json!({ "kind": "timeout" }));
+                let output = self.so_far(&name, &steps) + &printed;
+                Outcome::TimedOut { after: self.timeout, output }
+            }
             Some(status) => {
-                let end = json!({ "kind": "exit", "detail": format!("{status}") });
+                steps.push(json!({ "kind": "exit", "detail": format!("{status}") }));
                 let output = match began {
-                    true => self.so_far(&name, trace.steps, end) + &printed,
+                    true => self.so_far(&name, &steps) + &printed,
                     false => printed,
                 };
                 super::outcome::ended_without_verdict(status, began, output, self.sandbox.limits().memory)
             }
         };
-        result(outcome)
+        result(outcome, steps)
     }
 }
 

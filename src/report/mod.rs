@@ -1,6 +1,7 @@
 //! Renders one [`GradeResult`](crate::grade::GradeResult) three ways: for a person ([`human`]), for a
 //! program ([`json`]) and for CI ([`junit`]); plus the progress spinner shown while grading.
 
+pub mod explain;
 pub mod gradescope;
 pub mod human;
 pub mod json;

@@ -418,6 +418,7 @@ mod tests {
                             name: format!("{}::first", g.module()),
                             outcome,
                             duration: Duration::ZERO,
+                            evidence: None,
                         }],
                         error: None,
                     }

@@ -1,0 +1,82 @@
+//! A test's expected and actual timelines side by side (`pi-course explain`, `watch`'s `e`, the class
+//! page): what the chapter asked for, step by step, beside what the loop did, with the first divergence
+//! marked. Pure: renders evidence, runs nothing.
+
+use crate::grade::last::Explained;
+use crate::i18n::Lang;
+use crate::judge::compare::{timeline, Row};
+use crate::ui::{cut, display_width, pad, Paint};
+
+/// The widest a column gets, so that two fit beside each other on an ordinary terminal.
+const COLUMN: usize = 48;
+
+/// The two timelines of `test`, headed by its name and the judge's message.
+pub fn render(test: &Explained, lang: Lang, paint: Paint) -> String {
+    let rows = timeline(&test.evidence.expected, &test.evidence.trace);
+    let mut out = format!("{}  (Lab {})\n\n", paint.bold(&test.name), test.lab);
+    for line in test.message.lines() {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out.push('\n');
+    out.push_str(&table(&rows, lang, paint));
+    out
+}
+
+/// The rows as a table: step number, expected, happened; the divergence's row marked with `>`.
+pub fn table(rows: &[Row], lang: Lang, paint: Paint) -> String {
+    let (left, right) = match lang {
+        Lang::Zh => ("应为（本章）", "实际（你的 loop）"),
+        Lang::En => ("expected (the chapter)", "happened (your loop)"),
+    };
+    let cell = |text: Option<&str>| cut(text.unwrap_or(""), COLUMN);
+    let width = rows
+        .iter()
+        .map(|r| display_width(&cell(r.expected.as_deref())))
+        .chain([display_width(left)])
+        .max()
+        .unwrap_or(0);
+    let mut out = format!("     {}  {}\n", pad(&paint.dim(left), width + paint.dim("").len()), paint.dim(right));
+    let mut diverged = false;
+    for (i, row) in rows.iter().enumerate() {
+        let mark = if row.diverges { ">" } else { " " };
+        let (expected, actual) = (cell(row.expected.as_deref()), cell(row.actual.as_deref()));
+        let line = format!("{mark}{:>3}  {}  {}", i + 1, pad(&expected, width), actual);
+        let line = match (row.diverges, diverged) {
+            (true, _) => paint.red(&line),
+            (false, true) => paint.dim(&line),
+            _ => line,
+        };
+        diverged |= row.diverges;
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grade::outcome::Evidence;
+    use serde_json::json;
+
+    #[test]
+    fn the_divergence_is_marked_beside_what_happened() {
+        let expected = json!({"alternatives": [{"steps": [
+            {"after": [], "match": {"kind": "request", "n": 1}, "rule": "r"},
+            {"after": [0], "match": {"kind": "event", "event": {"type": "turn_end", "reason": "stop"}}, "rule": "r"},
+        ]}], "rules": {}});
+        let trace = vec![json!({"kind": "request", "n": 1}), json!({"kind": "request", "n": 2})];
+        let test = Explained {
+            name: "plain_stop::x".into(),
+            lab: "7.1".into(),
+            message: "step 2 left the chapter's rules".into(),
+            evidence: Evidence { expected, trace },
+        };
+        let text = render(&test, Lang::En, Paint(false));
+        assert!(text.contains("expected (the chapter)"), "{text}");
+        let marked: Vec<&str> = text.lines().filter(|l| l.starts_with('>')).collect();
+        assert_eq!(marked.len(), 1, "{text}");
+        assert!(marked[0].contains("turn_end(stop)") && marked[0].contains("request #2"), "{text}");
+        assert!(render(&test, Lang::Zh, Paint(false)).contains("应为（本章）"));
+    }
+}
