@@ -30,14 +30,17 @@ mod wire;
 
 use pi_course_harness::Sink;
 
+/// How the driver starts the learner's loop: `run_agent_loop`, boxed (see `api/`).
+pub type RunLoop = pi_course::RunLoop;
+
 /// The loop under test, as the test target hands it over.
-static RUN: std::sync::OnceLock<pi_course::RunLoop> = std::sync::OnceLock::new();
+static RUN: std::sync::OnceLock<RunLoop> = std::sync::OnceLock::new();
 
 /// Every test's instance and expected trace, for runs by hand.
 const EXPECTED: &str = include_str!("expected.json");
 
 /// Runs the chapter's tests against `run` (the learner's `run_agent_loop`, boxed).
-pub fn main(run: pi_course::RunLoop) -> std::process::ExitCode {
+pub fn main(run: RunLoop) -> std::process::ExitCode {
     let _ = RUN.set(run);
     pi_course_harness::run(drive, EXPECTED)
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use pi_course::agent_loop::{AgentContext, AgentLoopOptions, AgentRunResult};
 use pi_course::tool::{CancellationToken, ToolRegistry};
-use pi_course::RunLoop;
+use crate::RunLoop;
 use pi_course_harness::Sink;
 use serde_json::{json, Value};
 

@@ -1,57 +1,36 @@
-//! Chapter 07 tests: the agent loop. One module per group; run one group by itself with
-//!
-//! ```text
-//! cargo test --test ch07 plain_stop          # Lab 7.1 纯文本 stop
-//! cargo test --test ch07 single_tool         # Lab 7.2 单工具往返
-//! cargo test --test ch07 non_executing       # Lab 7.3 非执行终态
-//! cargo test --test ch07 concurrent_tools    # Lab 7.4 并发工具
-//! cargo test --test ch07 cancel_and_limits   # Lab 7.5 取消与上限
-//! cargo test --test ch07 duplicate_call_ids  # optional 可选：重复 call id
-//! ```
-//!
-//! The tests judge what the loop does (requests, events, transcript, result), never how it is built.
-//! Every test is bounded by the progress the loop makes (see `support.rs`): a loop that hangs fails with a
-//! message instead of waiting forever. These files are given: change `src/agent_loop.rs`, not the tests.
-//!
-//! The target runs on the course's own harness (`harness/`): by hand it behaves like `cargo test`;
-//! under `pi-course grade` it reports each verdict over a channel the code under test cannot reach.
+//! Chapter 07's test target in a practice directory of layout 1, where `src/agent_loop.rs` declares the
+//! chapter's types itself: the same driver as today's layout (the modules beside this file), compiled
+//! with your crate. It never decides a verdict: by hand the harness compares each trace with
+//! `expected.json`; graded, the grader does. Run one group by itself with
+//! `cargo test --test ch07 plain_stop`.
 
-/// Registers a module's tests with the harness: `tests![a, b]` defines `tests()`, naming each test
-/// `<module>::<function>`.
-macro_rules! tests {
-    ($($name:ident),* $(,)?) => {
-        pub fn tests() -> Vec<pi_course_harness::Test> {
-            let module = module_path!().rsplit("::").next().unwrap_or_default();
-            vec![$(
-                pi_course_harness::Test::new(
-                    format!("{module}::{}", stringify!($name)),
-                    || crate::support::block_on($name()),
-                )
-            ),*]
-        }
-    };
-}
-pub(crate) use tests;
+mod gates;
+mod instance;
+mod model;
+mod panics;
+mod plan;
+mod run;
+mod scene;
+mod tools;
+mod trace;
+mod wire;
 
-mod support;
+use std::future::Future;
+use std::pin::Pin;
 
-mod cancel_and_limits;
-mod concurrent_tools;
-mod duplicate_call_ids;
-mod non_executing;
-mod plain_stop;
-mod single_tool;
+use pi_course::agent_loop::{AgentLoopOptions, AgentRunResult};
+use pi_course_harness::Sink;
+
+/// How the driver starts the learner's loop: `run_agent_loop`, boxed.
+pub type RunLoop = fn(AgentLoopOptions) -> Pin<Box<dyn Future<Output = AgentRunResult>>>;
+
+/// Every test's instance and expected trace, for runs by hand.
+const EXPECTED: &str = include_str!("expected.json");
 
 fn main() -> std::process::ExitCode {
-    pi_course_harness::run(
-        [
-            plain_stop::tests(),
-            single_tool::tests(),
-            non_executing::tests(),
-            concurrent_tools::tests(),
-            cancel_and_limits::tests(),
-            duplicate_call_ids::tests(),
-        ]
-        .concat(),
-    )
+    pi_course_harness::run(drive, EXPECTED)
+}
+
+fn drive(instance: &str, sink: Sink) {
+    run::run(pi_course::boxed_agent_loop, instance, sink)
 }
