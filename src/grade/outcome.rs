@@ -126,7 +126,16 @@ impl TestResult {
 
     /// Why the test did not pass, in the learner's language; `None` for a pass.
     pub fn message(&self, lang: Lang) -> Option<String> {
+        // Where the run stood when its process ended or ran out of time: the judge's reading of the
+        // trace so far, which ends in that very step.
+        let so_far = self.evidence.as_ref().and_then(|e| {
+            crate::judge::compare::judge(&e.expected, &e.trace, lang.judge())
+        });
         let with_output = |head: String, output: &str| {
+            let head = match &so_far {
+                Some(judged) => format!("{head}\n{judged}"),
+                None => head,
+            };
             let tail = tail_lines(output, 12);
             if tail.is_empty() {
                 head

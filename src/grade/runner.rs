@@ -133,14 +133,6 @@ impl Runner {
         (*outcome != Outcome::Passed).then(|| Arc::new(Evidence { expected: case.expected.clone(), trace }))
     }
 
-    /// Where an unfinished trace stood when its process ended or ran out of time, for the message.
-    fn so_far(&self, name: &str, trace: &[Value]) -> String {
-        match self.judge(name, trace) {
-            Outcome::Diverged { message } => format!("{message}\n"),
-            _ => String::new(),
-        }
-    }
-
     /// Test processes alive at once: [`MAX_LIVE`], fewer when that many at the memory limit would not fit
     /// in this grade's share of half of this machine's memory, never fewer than the jobs.
     pub fn max_live(&self) -> usize {
@@ -341,16 +333,11 @@ impl Runner {
         let outcome = match status {
             None => {
                 steps.push(json!({ "kind": "timeout" }));
-                let output = self.so_far(&name, &steps) + &printed;
-                Outcome::TimedOut { after: self.timeout, output }
+                Outcome::TimedOut { after: self.timeout, output: printed }
             }
             Some(status) => {
                 steps.push(json!({ "kind": "exit", "detail": format!("{status}") }));
-                let output = match began {
-                    true => self.so_far(&name, &steps) + &printed,
-                    false => printed,
-                };
-                super::outcome::ended_without_verdict(status, began, output, self.sandbox.limits().memory)
+                super::outcome::ended_without_verdict(status, began, printed, self.sandbox.limits().memory)
             }
         };
         result(outcome, steps)
