@@ -15,6 +15,7 @@ mod metadata;
 mod practice;
 mod process;
 mod regular_file;
+mod remove_tree;
 mod report;
 mod sandbox;
 mod status;

@@ -14,13 +14,14 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Stdio;
 
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::net::UnixStream;
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
 pub use protocol::Record;
 
+use super::bounded_lines::BoundedLines;
+use super::bounds::RECORD_BYTES;
 use super::toolchain::TestCommand;
 use crate::process::{self, Captured, ProcessGroup};
 use crate::sandbox::{Sandbox, TestPaths};
@@ -46,7 +47,19 @@ pub struct TestProcess {
     pub stdout: JoinHandle<Captured>,
     pub stderr: JoinHandle<Captured>,
     /// The process's own scratch directory, removed when this value is dropped.
-    _scratch: tempfile::TempDir,
+    _scratch: Scratch,
+}
+
+/// A test process's scratch directory: removed, whatever the test left in it, when dropped (after the
+/// process group was killed: nothing writes in it any more).
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // Nothing else to do about a directory that cannot be removed; the class's scratch root (or
+        // the system's temporary directory) still holds it.
+        let _ = crate::remove_tree::remove_tree(&self.0);
+    }
 }
 
 impl TestProcess {
@@ -58,9 +71,12 @@ impl TestProcess {
         orders: Orders<'_>,
         envs: &[(&str, &str)],
     ) -> io::Result<TestProcess> {
-        let scratch = tempfile::Builder::new()
-            .prefix("pi-course-test-")
-            .tempdir()?;
+        let scratch = Scratch(
+            tempfile::Builder::new()
+                .prefix("pi-course-test-")
+                .tempdir()?
+                .keep(),
+        );
         let (orders_read, mut orders_write) = io::pipe()?;
         // A socket, not a pipe: a pipe can be opened again through /proc/self/fd (for reading, too), a
         // socket cannot; and what the harness writes on its end can only be read on ours.
@@ -84,7 +100,7 @@ impl TestProcess {
             &TestPaths {
                 exe: command.program.clone(),
                 read: command.read.clone(),
-                scratch: scratch.path().to_path_buf(),
+                scratch: scratch.0.clone(),
             },
         )?;
         cmd.env(protocol::ENV, "1");
@@ -111,7 +127,7 @@ impl TestProcess {
             child,
             group,
             verdicts: Verdicts {
-                lines: BufReader::new(verdicts).lines(),
+                lines: BoundedLines::new(verdicts, RECORD_BYTES),
                 key: key.to_string(),
             },
             _scratch: scratch,
@@ -119,9 +135,10 @@ impl TestProcess {
     }
 }
 
-/// The grader's end of a test process's verdict pipe.
+/// The grader's end of a test process's verdict pipe. A failure's message is cut to [`RECORD_BYTES`]
+/// as it is read: a panic message of any size costs the grader no more.
 pub struct Verdicts {
-    lines: Lines<BufReader<UnixStream>>,
+    lines: BoundedLines<UnixStream>,
     key: String,
 }
 

@@ -252,11 +252,15 @@ fn test_filters() -> io::Result<Vec<BpfProgram>> {
         libc::SYS_keyctl,
         libc::SYS_add_key,
         libc::SYS_request_key,
+        // Device nodes (and FIFOs): nothing a test needs, and a device node is a way out of any sandbox.
+        libc::SYS_mknodat,
     ] {
         denied.insert(syscall, Vec::new());
     }
     #[cfg(target_arch = "x86_64")]
-    denied.insert(libc::SYS_fork, Vec::new());
+    for syscall in [libc::SYS_fork, libc::SYS_mknod] {
+        denied.insert(syscall, Vec::new());
+    }
     // clone without CLONE_THREAD makes a process; with it, a thread.
     let not_a_thread = condition(0, SeccompCmpOp::MaskedEq(libc::CLONE_THREAD as u64), 0)?;
     denied.insert(
@@ -292,8 +296,37 @@ fn test_filters() -> io::Result<Vec<BpfProgram>> {
         .collect()
 }
 
-/// Installs what runs between fork and exec: resource limits, death with the grader, then Landlock and
-/// seccomp when `confinement` is given.
+/// Gives up every capability, for good: a grader run as root (as hosted autograders run) must not hand
+/// root's privileges to learner code or its compiler. `PR_SET_NO_NEW_PRIVS` first, so that no later
+/// `exec` (of a set-user-id program, or as root) can give any back; then the bounding set (which needs
+/// `CAP_SETPCAP`: a grader without it has nothing to drop), the ambient set, and the effective,
+/// permitted and inheritable sets. Only system calls: this runs between fork and exec.
+fn drop_privileges() -> io::Result<()> {
+    use rustix::thread::{CapabilitySet, CapabilitySets};
+    rustix::thread::set_no_new_privs(true)?;
+    for cap in 0..64 {
+        let one = CapabilitySet::from_bits_retain(1 << cap);
+        // EINVAL: past the last capability this kernel knows. EPERM (no CAP_SETPCAP): nothing to lose.
+        if let Err(rustix::io::Errno::INVAL) =
+            rustix::thread::remove_capability_from_bounding_set(one)
+        {
+            break;
+        }
+    }
+    let _ = rustix::thread::clear_ambient_capability_set();
+    rustix::thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        },
+    )?;
+    Ok(())
+}
+
+/// Installs what runs between fork and exec: resource limits, death with the grader, no capability,
+/// then Landlock and seccomp when `confinement` is given.
 fn confine<const N: usize>(
     cmd: &mut Command,
     rlimits: [(Resource, u64); N],
@@ -307,7 +340,7 @@ fn confine<const N: usize>(
     // SAFETY: the closure runs in the child between fork and exec, where other threads of the grader may
     // have left locks (the allocator's too) held, so it only makes system calls: setrlimit, prctl and
     // getppid through rustix, signal (async-signal-safe), restrict_self and apply_filter (prctl plus one
-    // Landlock or seccomp call each). It allocates and frees nothing: the ruleset (a descriptor) and the
+    // Landlock or seccomp call each), and `drop_privileges`' prctl and capset. It allocates and frees nothing: the ruleset (a descriptor) and the
     // seccomp programs were built before the fork and are consumed or borrowed, and every error is a raw
     // OS error.
     unsafe {
@@ -319,6 +352,7 @@ fn confine<const N: usize>(
                 };
                 rustix::process::setrlimit(resource, limit)?;
             }
+            drop_privileges()?;
             // A write past the file-size limit fails with EFBIG instead of killing the process.
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
