@@ -43,9 +43,7 @@ impl<R: AsyncRead + Unpin> BoundedLines<R> {
                 self.done = true;
                 self.ready.extend(self.scanner.finish());
             } else {
-                for &byte in &buf[..n] {
-                    self.ready.extend(self.scanner.push(byte));
-                }
+                self.scanner.push_all(&buf[..n], &mut self.ready);
             }
         }
     }
@@ -91,6 +89,21 @@ impl Scanner {
     /// The most a line keeps in all: a few strings at the bound, and the punctuation between them.
     fn line_max(&self) -> usize {
         4 * self.max + 4096
+    }
+
+    /// Scans `bytes`, adding each line they end to `lines`. The skipped part of a long string is passed
+    /// over in one search for the next byte that matters.
+    fn push_all(&mut self, mut bytes: &[u8], lines: &mut VecDeque<String>) {
+        while !bytes.is_empty() {
+            if self.in_string && self.skipping && self.escape == Escape::None {
+                match bytes.iter().position(|&b| matches!(b, b'"' | b'\\' | b'\n')) {
+                    Some(i) => bytes = &bytes[i..],
+                    None => return,
+                }
+            }
+            lines.extend(self.push(bytes[0]));
+            bytes = &bytes[1..];
+        }
     }
 
     fn push(&mut self, byte: u8) -> Option<String> {
