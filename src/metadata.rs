@@ -121,10 +121,10 @@ impl Practice {
         let bytes = match regular_file::read(dir, FILE, METADATA_LIMIT) {
             Ok(Contents::Bytes(bytes)) => bytes,
             Ok(Contents::Link) => {
-                return Err(UserError::new(
-                    lang.t("metadata-link", &[("file", &file.display())]),
+                return Err(
+                    UserError::new(lang.t("metadata-link", &[("file", &file.display())]))
+                        .with_fix(lang.t("fix-metadata-link", &[])),
                 )
-                .with_fix(lang.t("fix-metadata-link", &[])))
             }
             Ok(Contents::NotAFile(kind)) => return Err(unreadable(&kind)),
             Ok(Contents::TooLarge(bytes)) => {

@@ -91,7 +91,8 @@ fn open_beneath(root: &Path, rel: &Path) -> io::Result<OwnedFd> {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "an empty path"));
     };
     let directory = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let file = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let file =
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let dir = rustix::fs::open(root, directory, Mode::empty())?;
     #[cfg(target_os = "linux")]
     {

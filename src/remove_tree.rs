@@ -100,8 +100,8 @@ impl Moved {
     fn up(&mut self, dir: &OwnedFd, name: &CString, top: &OwnedFd) -> io::Result<CString> {
         let mut last = None;
         for _ in 0..16 {
-            let fresh = CString::new(format!("{}{}", self.prefix, self.next))
-                .expect("no NUL in a number");
+            let fresh =
+                CString::new(format!("{}{}", self.prefix, self.next)).expect("no NUL in a number");
             self.next += 1;
             // `RENAME_NOREPLACE` would be neater, but not every kernel and file system has it; a name
             // taken already fails or (an empty directory) is replaced, and either way nothing is lost.
@@ -174,18 +174,24 @@ mod tests {
             rustix::fs::mkdirat(&dir, c"d", Mode::RWXU).unwrap();
             dir = open_dir(&dir, c"d").unwrap();
         }
-        rustix::fs::openat(&dir, c"deepest", OFlags::CREATE | OFlags::WRONLY, Mode::RUSR).unwrap();
+        rustix::fs::openat(
+            &dir,
+            c"deepest",
+            OFlags::CREATE | OFlags::WRONLY,
+            Mode::RUSR,
+        )
+        .unwrap();
         drop(dir);
         let locked = root.join("locked");
         fs::create_dir_all(locked.join("inner")).unwrap();
         fs::write(locked.join("inner/file"), "x").unwrap();
-        fs::set_permissions(locked.join("inner"), fs::Permissions::from_mode(0)).unwrap();
-        fs::set_permissions(&locked, fs::Permissions::from_mode(0)).unwrap();
+        fs::set_permissions(locked.join("inner"), fs::Permissions::from_mode(0o000)).unwrap();
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o000)).unwrap();
         std::os::unix::fs::symlink(&kept, root.join("link")).unwrap();
         for i in 0..(BATCH + 10) {
             fs::write(root.join(format!("f{i}")), "").unwrap();
         }
-        fs::set_permissions(&root, fs::Permissions::from_mode(0)).unwrap();
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o000)).unwrap();
 
         remove_tree(&root).unwrap();
         assert!(!root.exists());

@@ -631,7 +631,11 @@ fn a_linked_loop_or_source_directory_is_bad_input_and_never_read() {
     let classmate = practice_at(tmp.path(), "classmate");
     write_loop(&classmate, &solution());
     let (code, report) = grade_json(&classmate, &[]);
-    assert_eq!((code, report["score"].as_f64()), (0, Some(100.0)), "{report:#}");
+    assert_eq!(
+        (code, report["score"].as_f64()),
+        (0, Some(100.0)),
+        "{report:#}"
+    );
     let record = classmate.join(".pi-course/last-grade.json");
     let classmates_record = fs::read(&record).unwrap();
     let secret = tmp.path().join("instructor-notes.txt");
@@ -667,8 +671,16 @@ fn a_linked_loop_or_source_directory_is_bad_input_and_never_read() {
             PathBuf::from("../../classmate/src/agent_loop.rs"),
             editable.clone(),
         ),
-        ("the loop, to an instructor's file", secret.clone(), editable.clone()),
-        ("src, to a classmate's", classmate.join("src"), dir.join("src")),
+        (
+            "the loop, to an instructor's file",
+            secret.clone(),
+            editable.clone(),
+        ),
+        (
+            "src, to a classmate's",
+            classmate.join("src"),
+            dir.join("src"),
+        ),
         (
             ".pi-course, to a classmate's",
             classmate.join(".pi-course"),
@@ -687,13 +699,25 @@ fn a_linked_loop_or_source_directory_is_bad_input_and_never_read() {
         // In a person's words too, on stderr.
         let human = grade(&dir, &["--lang", "en"]);
         assert_eq!(human.status.code(), Some(2), "{what}: {}", describe(&human));
-        assert!(stderr(&human).contains("symbolic link"), "{what}: {}", describe(&human));
+        assert!(
+            stderr(&human).contains("symbolic link"),
+            "{what}: {}",
+            describe(&human)
+        );
         restore(at);
     }
-    assert_eq!(fs::read(&record).unwrap(), classmates_record, "the classmate's record was written");
+    assert_eq!(
+        fs::read(&record).unwrap(),
+        classmates_record,
+        "the classmate's record was written"
+    );
     // Without the links, the directory grades as before.
     let (code, report) = grade_json(&dir, &["--group", "7.1"]);
-    assert_eq!((code, report["status"].as_str()), (1, Some("fail")), "{report:#}");
+    assert_eq!(
+        (code, report["status"].as_str()),
+        (1, Some("fail")),
+        "{report:#}"
+    );
 }
 
 /// Runs `command` to its end while sampling its peak memory (`VmHWM`, in KiB, which only grows): the
@@ -738,24 +762,26 @@ fn output_and_peak_kib(mut command: std::process::Command) -> (std::process::Out
     (output, peak)
 }
 
-/// A loop that prints 4 MiB and panics with a message of 8 MiB in every test (over 100 MB of output in
-/// all), its message starting with `FLOOD-PREFIX`.
-fn flooding() -> String {
-    skeleton_starting_with(
-        r#"{ use std::io::Write; let _ = std::io::stdout().write_all(&vec![b'o'; 3 << 20]); let _ = std::io::stderr().write_all(&vec![b'e'; 1 << 20]); panic!("FLOOD-PREFIX {}", "x".repeat(8 << 20)); }"#,
-    )
-}
-
 #[test]
 fn huge_panic_messages_and_floods_of_output_give_bounded_reports() {
     let (tmp, dir) = practice();
-    write_loop(&dir, &flooding());
+    write_loop(&dir, &skeleton_starting_with(FLOOD));
     let junit = tmp.path().join("report.xml");
     let mut command = pi_course(&dir);
     // A generous timeout: the attack is about size, and a test that formats and sends 8 MiB takes a
     // while in a debug build on a busy machine.
     command
-        .args(["grade", ".", "--format", "json", "--lang", "en", "--timeout", "30", "--junit"])
+        .args([
+            "grade",
+            ".",
+            "--format",
+            "json",
+            "--lang",
+            "en",
+            "--timeout",
+            "30",
+            "--junit",
+        ])
         .arg(&junit);
     let (out, peak_kib) = output_and_peak_kib(command);
     let report: Value = serde_json::from_slice(&out.stdout)
@@ -781,7 +807,10 @@ fn huge_panic_messages_and_floods_of_output_give_bounded_reports() {
         &messages[0][messages[0].len() - 300..]
     );
     assert!(
-        messages.last().unwrap().contains("keep at most 192 KiB together"),
+        messages
+            .last()
+            .unwrap()
+            .contains("keep at most 192 KiB together"),
         "{}",
         messages.last().unwrap()
     );
@@ -789,7 +818,10 @@ fn huge_panic_messages_and_floods_of_output_give_bounded_reports() {
     let junit_bytes = fs::metadata(&junit).unwrap().len();
     eprintln!("report sizes: JSON {json_bytes} bytes, JUnit {junit_bytes} bytes; grader peak ≥ {peak_kib} KiB");
     assert!(json_bytes < 2_000_000, "JSON report of {json_bytes} bytes");
-    assert!(junit_bytes < 2_000_000, "JUnit report of {junit_bytes} bytes");
+    assert!(
+        junit_bytes < 2_000_000,
+        "JUnit report of {junit_bytes} bytes"
+    );
     roxmltree::Document::parse(&fs::read_to_string(&junit).unwrap()).unwrap();
     // The grader never held the messages whole (36 of 8 MiB are 288 MiB).
     assert!(peak_kib < 150 << 10, "the grader reached {peak_kib} KiB");
@@ -805,7 +837,10 @@ fn any_character_in_a_panic_message_keeps_the_junit_report_valid_xml() {
         ),
     );
     let junit = tmp.path().join("report.xml");
-    let (_, report) = grade_json(&dir, &["--group", "7.1", "--junit", junit.to_str().unwrap()]);
+    let (_, report) = grade_json(
+        &dir,
+        &["--group", "7.1", "--junit", junit.to_str().unwrap()],
+    );
     if !sandboxed(&report) {
         return;
     }
@@ -833,7 +868,12 @@ fn pi_course_without_capabilities(cwd: &Path) -> std::process::Command {
     if !is_root() {
         return pi_course(cwd);
     }
-    let drop_all = ["--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"];
+    let drop_all = [
+        "--inh-caps=-all",
+        "--ambient-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ];
     // The command drops them for real on this machine.
     let probe = std::process::Command::new("setpriv")
         .args(drop_all)

@@ -42,12 +42,12 @@ use std::rc::Rc;
 use crate::catalog::{Catalog, Chapter};
 use crate::error::{Result, UserError};
 use crate::grade::outcome::{format_points, Problem};
+use crate::grade::prepare::MAX_EDITABLE_BYTES;
 use crate::grade::{self, GradeOptions, GradeResult};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::report;
 use crate::report::Format;
-use crate::grade::prepare::MAX_EDITABLE_BYTES;
 use crate::{atomic_file, cache, practice, regular_file};
 
 use entries::{Entry, Shape};

@@ -96,7 +96,10 @@ impl Scanner {
     fn push_all(&mut self, mut bytes: &[u8], lines: &mut VecDeque<String>) {
         while !bytes.is_empty() {
             if self.in_string && self.skipping && self.escape == Escape::None {
-                match bytes.iter().position(|&b| matches!(b, b'"' | b'\\' | b'\n')) {
+                match bytes
+                    .iter()
+                    .position(|&b| matches!(b, b'"' | b'\\' | b'\n'))
+                {
                     Some(i) => bytes = &bytes[i..],
                     None => return,
                 }
@@ -188,7 +191,10 @@ mod tests {
     #[test]
     fn short_lines_pass_unchanged() {
         let text = "{\"a\":\"x\\\"y\",\"b\":null}\nlast";
-        assert_eq!(lines(text.as_bytes(), 64), ["{\"a\":\"x\\\"y\",\"b\":null}", "last"]);
+        assert_eq!(
+            lines(text.as_bytes(), 64),
+            ["{\"a\":\"x\\\"y\",\"b\":null}", "last"]
+        );
     }
 
     #[test]
@@ -198,11 +204,12 @@ mod tests {
             "红".repeat(5_000),
             "\\u0001\\\"".repeat(2_000),
         ] {
-            let line = format!("{{\"event\":\"failed\",\"message\":\"{message}\",\"test\":\"t\"}}\n");
+            let line =
+                format!("{{\"event\":\"failed\",\"message\":\"{message}\",\"test\":\"t\"}}\n");
             let got = lines(line.as_bytes(), 100);
             assert_eq!(got.len(), 1);
-            let value: serde_json::Value = serde_json::from_str(&got[0])
-                .unwrap_or_else(|e| panic!("{e}: {}", got[0]));
+            let value: serde_json::Value =
+                serde_json::from_str(&got[0]).unwrap_or_else(|e| panic!("{e}: {}", got[0]));
             assert_eq!(value["test"], "t");
             assert_eq!(value["event"], "failed");
             let kept = value["message"].as_str().unwrap();

@@ -87,7 +87,10 @@ mod tests {
         assert!(cut_text.starts_with("红红\n"), "{cut_text}");
         assert!(cut_text.contains("16 KiB"), "{cut_text}");
         let zh = cut("x".repeat(100), 10, Bound::Problem, Lang::Zh);
-        assert!(zh.starts_with("xxxxxxxxxx\n") && zh.contains("32 KiB"), "{zh}");
+        assert!(
+            zh.starts_with("xxxxxxxxxx\n") && zh.contains("32 KiB"),
+            "{zh}"
+        );
     }
 
     #[test]

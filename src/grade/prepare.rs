@@ -52,20 +52,22 @@ fn read_bounded(
     rel: &str,
     shown: &str,
 ) -> io::Result<Result<Vec<u8>, Unreadable>> {
-    Ok(match regular_file::read(practice_dir, rel, MAX_EDITABLE_BYTES)? {
-        Contents::Bytes(bytes) => Ok(bytes),
-        Contents::NotAFile(kind) => Err(Unreadable::NotAFile {
-            path: shown.to_string(),
-            kind,
-        }),
-        Contents::TooLarge(bytes) => Err(Unreadable::TooLarge {
-            path: shown.to_string(),
-            bytes,
-        }),
-        Contents::Link => Err(Unreadable::Link {
-            path: shown.to_string(),
-        }),
-    })
+    Ok(
+        match regular_file::read(practice_dir, rel, MAX_EDITABLE_BYTES)? {
+            Contents::Bytes(bytes) => Ok(bytes),
+            Contents::NotAFile(kind) => Err(Unreadable::NotAFile {
+                path: shown.to_string(),
+                kind,
+            }),
+            Contents::TooLarge(bytes) => Err(Unreadable::TooLarge {
+                path: shown.to_string(),
+                bytes,
+            }),
+            Contents::Link => Err(Unreadable::Link {
+                path: shown.to_string(),
+            }),
+        },
+    )
 }
 
 impl Unreadable {

@@ -90,7 +90,8 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
         let mut time = std::time::Duration::ZERO;
         for (t, message) in g.tests.iter().zip(messages) {
             time += t.duration;
-            let message = xml_text(&message.map(|m| strip_ansi(&m)).unwrap_or_default()).into_owned();
+            let message =
+                xml_text(&message.map(|m| strip_ansi(&m)).unwrap_or_default()).into_owned();
             let first: String = message
                 .lines()
                 .next()
