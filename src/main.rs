@@ -18,6 +18,7 @@ mod practice;
 mod spec;
 mod process;
 mod regular_file;
+mod remove_tree;
 mod report;
 mod sandbox;
 mod status;

@@ -5,7 +5,6 @@
 //! verdict per Lab is kept beside it in `.pi-course/last-grade.json`.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +17,8 @@ use crate::regular_file::{self, Contents};
 
 pub const DIR: &str = ".pi-course";
 pub const FILE: &str = ".pi-course/practice.toml";
+/// Far more than any metadata file holds; one this large is damaged.
+const METADATA_LIMIT: u64 = 256 << 10;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Metadata {
@@ -108,17 +109,40 @@ impl Practice {
             ))
             .with_fix(lang.t("fix-metadata-damaged", &[]))
         };
-        let bytes = fs::read(&file).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
-                UserError::new(lang.t("not-a-practice-dir", &[("dir", &shown)]))
-                    .with_fix(lang.t("fix-make-practice", &[]))
-            }
-            _ => UserError::new(lang.t(
+        let unreadable = |error: &dyn std::fmt::Display| {
+            UserError::new(lang.t(
                 "metadata-unreadable",
-                &[("file", &file.display()), ("error", &e)],
+                &[("file", &file.display()), ("error", error)],
             ))
-            .with_fix(lang.t("fix-metadata-unreadable", &[])),
-        })?;
+            .with_fix(lang.t("fix-metadata-unreadable", &[]))
+        };
+        // Read from inside the directory, through no link: a linked `.pi-course` could make any
+        // directory (a classmate's) look like this one.
+        let bytes = match regular_file::read(dir, FILE, METADATA_LIMIT) {
+            Ok(Contents::Bytes(bytes)) => bytes,
+            Ok(Contents::Link) => {
+                return Err(
+                    UserError::new(lang.t("metadata-link", &[("file", &file.display())]))
+                        .with_fix(lang.t("fix-metadata-link", &[])),
+                )
+            }
+            Ok(Contents::NotAFile(kind)) => return Err(unreadable(&kind)),
+            Ok(Contents::TooLarge(bytes)) => {
+                return Err(damaged(&format!("{} KiB", bytes.div_ceil(1024))))
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Err(
+                    UserError::new(lang.t("not-a-practice-dir", &[("dir", &shown)]))
+                        .with_fix(lang.t("fix-make-practice", &[])),
+                )
+            }
+            Err(e) => return Err(unreadable(&e)),
+        };
         let text =
             String::from_utf8(bytes).map_err(|_| damaged(&lang.t("metadata-not-text", &[])))?;
         let metadata: Metadata = toml::from_str(&text).map_err(|e| damaged(&e.message()))?;
@@ -164,9 +188,9 @@ impl Practice {
         self.chapter
             .given_files()
             .iter()
-            // A given file replaced by a FIFO or a device is changed, and never read.
+            // A given file replaced by a FIFO, a device or a link is changed, and never read.
             .filter(
-                |f| match regular_file::read(&self.dir.join(f.path), GIVEN_LIMIT) {
+                |f| match regular_file::read(&self.dir, f.path, GIVEN_LIMIT) {
                     Ok(Contents::Bytes(bytes)) if bytes == f.bytes => false,
                     Ok(Contents::Bytes(bytes)) => {
                         self.metadata.given.get(f.path) != Some(&fingerprint(&bytes))
@@ -182,6 +206,7 @@ impl Practice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     /// A practice directory made from `chapter`, written under a temporary directory.
     fn made(chapter: &Chapter) -> (tempfile::TempDir, Practice) {

@@ -611,3 +611,409 @@ fn without_landlock_the_grade_says_so_and_require_refuses() {
     let out = pi_course(&dir).args(["grade", "."]).output().unwrap();
     assert!(stdout(&out).contains("已隔离"), "{}", describe(&out));
 }
+
+/// `pi-course grade DIR --format json ARGS` for bad input: exit 2 and the one error document on stdout.
+/// Returns the document and everything the command wrote.
+fn refused(dir: &Path, args: &[&str]) -> (Value, String) {
+    let out = grade(dir, &[&["--format", "json"], args].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("one JSON document ({e}): {}", describe(&out)));
+    assert_eq!(doc["status"], "error", "{doc:#}");
+    (doc, describe(&out))
+}
+
+#[test]
+fn a_linked_loop_or_source_directory_is_bad_input_and_never_read() {
+    let (tmp, dir) = practice();
+    // What the links point at: a classmate's loop that earns every point, and a file of the instructor's
+    // whose first line rustc would quote in a compile error.
+    let classmate = practice_at(tmp.path(), "classmate");
+    write_loop(&classmate, &solution());
+    let (code, report) = grade_json(&classmate, &[]);
+    assert_eq!(
+        (code, report["score"].as_f64()),
+        (0, Some(100.0)),
+        "{report:#}"
+    );
+    let record = classmate.join(".pi-course/last-grade.json");
+    let classmates_record = fs::read(&record).unwrap();
+    let secret = tmp.path().join("instructor-notes.txt");
+    fs::write(&secret, format!("{SECRET} is the first line\n")).unwrap();
+    let editable = dir.join("src/agent_loop.rs");
+    let skeleton = fs::read(&editable).unwrap();
+
+    let link = |target: &Path, at: &Path| {
+        if at.is_dir() && !at.is_symlink() {
+            fs::rename(at, at.with_extension("real")).unwrap();
+        } else {
+            let _ = fs::remove_file(at);
+        }
+        std::os::unix::fs::symlink(target, at).unwrap();
+    };
+    let restore = |at: &Path| {
+        fs::remove_file(at).unwrap();
+        let real = at.with_extension("real");
+        if real.exists() {
+            fs::rename(real, at).unwrap();
+        } else {
+            fs::write(at, &skeleton).unwrap();
+        }
+    };
+    let cases: [(&str, PathBuf, PathBuf); 5] = [
+        (
+            "the loop, to a classmate's",
+            classmate.join("src/agent_loop.rs"),
+            editable.clone(),
+        ),
+        (
+            "the loop, relative",
+            PathBuf::from("../../classmate/src/agent_loop.rs"),
+            editable.clone(),
+        ),
+        (
+            "the loop, to an instructor's file",
+            secret.clone(),
+            editable.clone(),
+        ),
+        (
+            "src, to a classmate's",
+            classmate.join("src"),
+            dir.join("src"),
+        ),
+        (
+            ".pi-course, to a classmate's",
+            classmate.join(".pi-course"),
+            dir.join(".pi-course"),
+        ),
+    ];
+    for (what, target, at) in &cases {
+        link(target, at);
+        // The link leads where the attack wants: reading through it gives the classmate's loop or the
+        // instructor's file.
+        assert!(at.exists(), "{what}: the link resolves");
+        let (doc, all) = refused(&dir, &[]);
+        let message = doc["message"].as_str().unwrap();
+        assert!(message.contains("符号链接"), "{what}: {message}");
+        assert!(!all.contains(SECRET), "{what}: the secret leaked\n{all}");
+        // In a person's words too, on stderr.
+        let human = grade(&dir, &["--lang", "en"]);
+        assert_eq!(human.status.code(), Some(2), "{what}: {}", describe(&human));
+        assert!(
+            stderr(&human).contains("symbolic link"),
+            "{what}: {}",
+            describe(&human)
+        );
+        restore(at);
+    }
+    assert_eq!(
+        fs::read(&record).unwrap(),
+        classmates_record,
+        "the classmate's record was written"
+    );
+    // Without the links, the directory grades as before.
+    let (code, report) = grade_json(&dir, &["--group", "7.1"]);
+    assert_eq!(
+        (code, report["status"].as_str()),
+        (1, Some("fail")),
+        "{report:#}"
+    );
+}
+
+/// Runs `command` to its end while sampling its peak memory (`VmHWM`, in KiB, which only grows): the
+/// largest value read is a lower bound of the process's peak.
+fn output_and_peak_kib(mut command: std::process::Command) -> (std::process::Output, u64) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let stdout = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        out.read_to_end(&mut v).unwrap();
+        v
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        err.read_to_end(&mut v).unwrap();
+        v
+    });
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let hwm = fs::read_to_string(&status_file).unwrap_or_default();
+        let kib = hwm
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0);
+        peak = peak.max(kib);
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let output = std::process::Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    };
+    (output, peak)
+}
+
+#[test]
+fn huge_panic_messages_and_floods_of_output_give_bounded_reports() {
+    let (tmp, dir) = practice();
+    write_loop(&dir, &skeleton_starting_with(FLOOD));
+    let junit = tmp.path().join("report.xml");
+    let mut command = pi_course(&dir);
+    // A generous timeout: the attack is about size, and a test that formats and sends 8 MiB takes a
+    // while in a debug build on a busy machine.
+    command
+        .args([
+            "grade",
+            ".",
+            "--format",
+            "json",
+            "--lang",
+            "en",
+            "--timeout",
+            "30",
+            "--junit",
+        ])
+        .arg(&junit);
+    let (out, peak_kib) = output_and_peak_kib(command);
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("one JSON document ({e}): {}", describe(&out)));
+    assert_schema(&report);
+    if !sandboxed(&report) {
+        return;
+    }
+    // The attack ran in every test: its message starts every failure.
+    let tests = report_tests(&report);
+    assert!(tests.len() > 20, "{report:#}");
+    let messages: Vec<&str> = tests
+        .iter()
+        .map(|(_, t)| t["message"].as_str().unwrap_or_default())
+        .collect();
+    for message in &messages {
+        assert!(message.contains("FLOOD-PREFIX xxx"), "{:.300}", message);
+    }
+    // Each message is cut, and says so; and all of them together are.
+    assert!(
+        messages[0].contains("a test's message keeps at most 16 KiB"),
+        "{:.300}",
+        &messages[0][messages[0].len() - 300..]
+    );
+    assert!(
+        messages
+            .last()
+            .unwrap()
+            .contains("keep at most 192 KiB together"),
+        "{}",
+        messages.last().unwrap()
+    );
+    let json_bytes = out.stdout.len();
+    let junit_bytes = fs::metadata(&junit).unwrap().len();
+    eprintln!("report sizes: JSON {json_bytes} bytes, JUnit {junit_bytes} bytes; grader peak ≥ {peak_kib} KiB");
+    assert!(json_bytes < 2_000_000, "JSON report of {json_bytes} bytes");
+    assert!(
+        junit_bytes < 2_000_000,
+        "JUnit report of {junit_bytes} bytes"
+    );
+    roxmltree::Document::parse(&fs::read_to_string(&junit).unwrap()).unwrap();
+    // The grader never held the messages whole (36 of 8 MiB are 288 MiB).
+    assert!(peak_kib < 150 << 10, "the grader reached {peak_kib} KiB");
+}
+
+#[test]
+fn any_character_in_a_panic_message_keeps_the_junit_report_valid_xml() {
+    let (tmp, dir) = practice();
+    write_loop(
+        &dir,
+        &skeleton_starting_with(
+            r#"panic!("XML-ATTACK \u{1}\u{8}\u{b}\u{c}\u{1b}[31m \u{FFFE}\u{FFFF} <![CDATA[ ]]> &amp; \u{0} end");"#,
+        ),
+    );
+    let junit = tmp.path().join("report.xml");
+    let (_, report) = grade_json(
+        &dir,
+        &["--group", "7.1", "--junit", junit.to_str().unwrap()],
+    );
+    if !sandboxed(&report) {
+        return;
+    }
+    let message = report["groups"][0]["tests"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("XML-ATTACK") && message.contains("\u{c} \u{FFFE}\u{FFFF}"),
+        "the message reached the report: {message:?}"
+    );
+    let xml = fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    let failure = doc
+        .descendants()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("a failure");
+    let text = failure.text().unwrap_or_default();
+    assert!(
+        text.contains("XML-ATTACK") && text.contains("<![CDATA[ ]]> &amp;") && text.contains("end"),
+        "{text:?}"
+    );
+}
+
+/// Runs the real `pi-course` with every capability dropped (as root: root without its privileges, whom
+/// file permissions bind like anyone else), or as it is when this is not root anyway.
+fn pi_course_without_capabilities(cwd: &Path) -> std::process::Command {
+    if !is_root() {
+        return pi_course(cwd);
+    }
+    let drop_all = [
+        "--inh-caps=-all",
+        "--ambient-caps=-all",
+        "--bounding-set=-all",
+        "--",
+    ];
+    // The command drops them for real on this machine.
+    let probe = std::process::Command::new("setpriv")
+        .args(drop_all)
+        .args(["grep", "CapEff", "/proc/self/status"])
+        .output()
+        .expect("setpriv (util-linux)");
+    assert!(
+        String::from_utf8_lossy(&probe.stdout).contains("0000000000000000"),
+        "{probe:?}"
+    );
+    let plain = pi_course(cwd);
+    let mut command = std::process::Command::new("setpriv");
+    command.args(drop_all).arg(plain.get_program());
+    command.current_dir(cwd);
+    for (key, value) in plain.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    command
+}
+
+#[test]
+fn scratch_directories_go_whatever_their_depth_or_modes() {
+    let attack = r#"let deep = std::fs::create_dir_all("d/".repeat(1100)); let locked = { use std::os::unix::fs::PermissionsExt; std::fs::create_dir_all("locked/inner").and_then(|_| std::fs::write("locked/inner/f", "x")).and_then(|_| std::fs::set_permissions("locked/inner", std::fs::Permissions::from_mode(0))).and_then(|_| std::fs::set_permissions("locked", std::fs::Permissions::from_mode(0))).and_then(|_| std::fs::set_permissions(".", std::fs::Permissions::from_mode(0o500))) }; panic!("SCRATCH deep={deep:?} locked={locked:?}");"#;
+    let (tmp, dir) = practice();
+    write_loop(&dir, &skeleton_starting_with(attack));
+    for privileged in [true, false] {
+        let scratch = tmp.path().join(format!("tmp-{privileged}"));
+        fs::create_dir(&scratch).unwrap();
+        let mut command = if privileged {
+            pi_course(&dir)
+        } else {
+            pi_course_without_capabilities(&dir)
+        };
+        let out = command
+            .args(["grade", ".", "--group", "7.1", "--format", "json"])
+            .env("TMPDIR", &scratch)
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("one JSON document ({e}): {}", describe(&out)));
+        if !sandboxed(&report) {
+            return;
+        }
+        let messages: Vec<String> = report_tests(&report)
+            .iter()
+            .map(|(_, t)| t["message"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("SCRATCH deep=Ok(()) locked=Ok(())")),
+            "privileged {privileged}: the attack ran: {messages:#?}"
+        );
+        assert_eq!(
+            names(&scratch),
+            Vec::<String>::new(),
+            "privileged {privileged}: a scratch directory was left"
+        );
+    }
+}
+
+#[test]
+fn learner_code_has_no_capability_even_when_graded_as_root() {
+    let (_tmp, dir) = practice();
+    let attack = r#"let made = std::fs::write("owned", "x"); let chown = std::os::unix::fs::chown("owned", Some(4242), Some(4242)); let chroot = std::os::unix::fs::chroot("."); let socket = std::os::unix::net::UnixListener::bind("socket").map(|_| ()); let setuid = { use std::os::unix::fs::PermissionsExt; std::fs::set_permissions("owned", std::fs::Permissions::from_mode(0o6755)).and_then(|_| std::fs::metadata("owned")).map(|m| format!("{:o}", m.permissions().mode())) }; panic!("PRIVILEGE made={made:?} chown={chown:?} chroot={chroot:?} socket={socket:?} setuid={setuid:?}");"#;
+    write_loop(&dir, &skeleton_starting_with(attack));
+    let (_, report) = grade_json(&dir, &["--group", "7.1", "--lang", "en"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    let message = report["groups"][0]["tests"][0]["message"].as_str().unwrap();
+    eprintln!("graded as root: {}; {message}", is_root());
+    assert!(message.contains("PRIVILEGE made=Ok(())"), "{message}");
+    // Giving a file away needs CAP_CHOWN; changing the root directory, CAP_SYS_CHROOT.
+    assert!(message.contains("chown=Err"), "{message}");
+    assert!(message.contains("chroot=Err"), "{message}");
+    assert!(message.contains("Operation not permitted"), "{message}");
+    // What any user may do in a directory of their own still works: no privilege is needed, and none
+    // comes of it (a set-user-id bit means nothing without exec, and nothing may be executed there).
+    assert!(message.contains("socket=Ok(())"), "{message}");
+    assert!(message.contains("setuid=Ok(\"106755\")"), "{message}");
+}
+
+/// Grades `code` (group 7.1) and returns its report, each test checked to have failed with a message of
+/// its own; `ran` must appear in a message, so the attack ran.
+fn grade_attack(dir: &Path, code: &str, ran: &str) -> Option<Value> {
+    write_loop(dir, code);
+    let (code, report) = grade_json(dir, &["--group", "7.1", "--lang", "en"]);
+    if !sandboxed(&report) {
+        return None;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_nothing_passed(&report);
+    let tests = report_tests(&report);
+    assert!(!tests.is_empty());
+    for (_, test) in &tests {
+        assert_eq!(test["status"], "fail", "{test:#}");
+        assert!(test["message"].is_string(), "{test:#}");
+    }
+    assert!(
+        tests
+            .iter()
+            .any(|(_, t)| t["message"].as_str().unwrap().contains(ran)),
+        "the attack did not run: {report:#}"
+    );
+    Some(report)
+}
+
+#[test]
+fn panics_in_drop_panic_hooks_and_aborts_each_get_their_own_verdict() {
+    let (_tmp, dir) = practice();
+    // A destructor that panics while a panic unwinds: the runtime aborts the process.
+    let drop_bomb = skeleton_starting_with(
+        r#"struct Bomb; impl Drop for Bomb { fn drop(&mut self) { panic!("DROP-BOMB") } } let _bomb = Bomb; panic!("FIRST-PANIC");"#,
+    );
+    let Some(report) = grade_attack(&dir, &drop_bomb, "non-unwinding panic") else {
+        return;
+    };
+    assert!(report.to_string().contains("SIGABRT"), "{report:#}");
+
+    // A panic hook of the learner's that prints passing lines and exits 0 in the middle of a panic.
+    let hook_exit = skeleton_starting_with(
+        r#"std::panic::set_hook(Box::new(|_| { println!("test plain_stop::x ... ok\ntest result: ok. 1 passed;"); std::process::exit(0); })); panic!("HOOKED");"#,
+    );
+    let report = grade_attack(&dir, &hook_exit, "test result: ok. 1 passed;").unwrap();
+    assert!(report.to_string().contains("code 0"), "{report:#}");
+
+    // A hook that aborts.
+    let hook_abort = skeleton_starting_with(
+        r#"std::panic::set_hook(Box::new(|_| { eprintln!("HOOK-ABORTS"); std::process::abort(); })); panic!("HOOKED");"#,
+    );
+    grade_attack(&dir, &hook_abort, "HOOK-ABORTS").unwrap();
+
+    // The reference, aborting as it returns its (right) result, before any test can check it.
+    let abort_at_end = solution_starting_with(
+        r#"struct AbortAtEnd; impl Drop for AbortAtEnd { fn drop(&mut self) { eprintln!("ABORT-AT-END"); std::process::abort(); } } let _at_end = AbortAtEnd;"#,
+    );
+    let report = grade_attack(&dir, &abort_at_end, "ABORT-AT-END").unwrap();
+    assert!(report.to_string().contains("SIGABRT"), "{report:#}");
+}

@@ -723,3 +723,243 @@ fn on_a_terminal_the_progress_bar_redraws_in_place() {
         "no log lines on a terminal: {screen:?}"
     );
 }
+
+/// Makes a symbolic link at `at` (and its directory) to `target`.
+fn link(target: &Path, at: &Path) {
+    fs::create_dir_all(at.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(target, at).unwrap();
+}
+
+#[test]
+fn links_in_a_class_grade_nobody_elses_work_and_read_no_instructor_file() {
+    const SECRET: &str = "INSTRUCTOR-NOTES-5c1e";
+    let dir = tmp();
+    let subs = dir.path().join("submissions");
+    put(&subs.join("alice/src/agent_loop.rs"), &solution());
+    let secret = dir.path().join("instructor-notes.txt");
+    fs::write(&secret, format!("{SECRET} on the first line\n")).unwrap();
+    // A classmate's loop through a link to her file, to her folder, to her `src`; a file of the
+    // instructor's; and a practice directory whose loop is a link.
+    link(
+        Path::new("../../alice/src/agent_loop.rs"),
+        &subs.join("mallory/src/agent_loop.rs"),
+    );
+    link(
+        &subs.join("alice/src/agent_loop.rs"),
+        &subs.join("peggy/agent_loop.rs"),
+    );
+    link(Path::new("alice"), &subs.join("trudy"));
+    link(Path::new("../alice/src"), &subs.join("oscar/src"));
+    link(&secret, &subs.join("eve.rs"));
+    let victor = practice_at(&subs, "victor");
+    fs::remove_file(victor.join("src/agent_loop.rs")).unwrap();
+    link(
+        Path::new("../../alice/src/agent_loop.rs"),
+        &victor.join("src/agent_loop.rs"),
+    );
+    let linked = ["eve", "mallory", "oscar", "peggy", "trudy", "victor"];
+    for name in linked {
+        let entry = fs::read_dir(&subs)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_stem().unwrap() == name)
+            .unwrap();
+        // Every link leads to something that can be read: alice's loop, or the instructor's notes.
+        assert!(walkdir::WalkDir::new(&entry)
+            .follow_links(true)
+            .into_iter()
+            .flatten()
+            .any(|e| e.file_type().is_file()
+                && fs::read_to_string(e.path())
+                    .is_ok_and(|t| t == solution() || t.contains(SECRET))));
+    }
+    let before = tree(&subs);
+
+    let results = dir.path().join("results");
+    let out = grade_class(dir.path(), &subs, &results, &["--lang", "en"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let summary = class_summary(&results);
+    // What the links lead to earns every point.
+    let alice = learner_row(&summary, "alice");
+    assert_eq!(
+        (alice["status"].as_str(), alice["total"].as_f64()),
+        (Some("pass"), Some(100.0)),
+        "{alice:#}"
+    );
+    for name in linked {
+        let row = learner_row(&summary, name);
+        assert_eq!(row["graded"], false, "{name}: {row:#}");
+        assert_eq!(row["total"].as_f64(), Some(0.0), "{name}: {row:#}");
+        assert!(
+            row["message"].as_str().unwrap().contains("symbolic link"),
+            "{name}: {row:#}"
+        );
+    }
+    let everything = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!everything.contains(SECRET), "{everything}");
+    for (path, entry) in tree(&results) {
+        if let Entry::File(bytes) = entry {
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(SECRET),
+                "{} holds the instructor's notes",
+                path.display()
+            );
+        }
+    }
+    assert_eq!(tree(&subs), before, "the submissions were written to");
+}
+
+#[test]
+fn every_cell_a_spreadsheet_could_run_is_defused_in_summary_csv() {
+    let dir = tmp();
+    let subs = dir.path().join("submissions");
+    fs::create_dir(&subs).unwrap();
+    // Learners named like formulas: one graded (its name comes from `@bob.rs`), the others entries that
+    // are no submission (each still a row, named after the entry).
+    put(&subs.join("@bob.rs"), &skeleton());
+    let expected = [
+        ("@bob", "'@bob"),
+        ("\t=1+1.txt", "'\t'=1+1.txt"),
+        ("\r=2+2.txt", "'\r'=2+2.txt"),
+        ("=HYPERLINK(\"http:x\").txt", "'=HYPERLINK(\"http:x\").txt"),
+        ("  @SUM(1).txt", "'  @SUM(1).txt"),
+        ("ann;=3+3.txt", "ann;'=3+3.txt"),
+        ("+cmd.txt", "'+cmd.txt"),
+        ("-2+5.txt", "'-2+5.txt"),
+        ("＝4.txt", "'＝4.txt"),
+    ];
+    for (name, _) in &expected[1..] {
+        put(&subs.join(name), "not a submission");
+    }
+    let results = dir.path().join("results");
+    let out = grade_class(dir.path(), &subs, &results, &["--lang", "en"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    // The names reached the class as they are.
+    let summary = class_summary(&results);
+    for (name, _) in &expected {
+        learner_row(&summary, name);
+    }
+    assert_eq!(learner_row(&summary, "@bob")["status"], "fail");
+
+    let csv = parse_csv(&fs::read_to_string(results.join("summary.csv")).unwrap());
+    let header = &csv[0];
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let names: Vec<&str> = csv[1..]
+        .iter()
+        .map(|r| r[column("name")].as_str())
+        .collect();
+    for (name, defused) in &expected {
+        assert!(
+            names.contains(defused),
+            "{name:?} as {defused:?}: {names:?}"
+        );
+    }
+    // No cell of any column starts a formula (after white space, or after a `;`, tab or line break).
+    for row in &csv[1..] {
+        for cell in row {
+            for part in cell.split([';', '\t', '\r', '\n']) {
+                let part = part.trim_start();
+                assert!(
+                    !part.starts_with(['=', '+', '-', '@', '＝']) || part.parse::<f64>().is_ok(),
+                    "{cell:?} in {row:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn one_learner_exhausting_output_memory_or_time_changes_no_one_elses_grade() {
+    let honest = [
+        ("reference", solution()),
+        ("buggy", mutant("tool-definitions-not-sent")),
+        ("skeleton", skeleton()),
+    ];
+    let attackers = [
+        ("flood", skeleton_starting_with(FLOOD)),
+        (
+            "hog",
+            solution_starting_with(
+                "let mut hog: Vec<Vec<u8>> = Vec::new(); loop { hog.push(vec![7u8; 64 << 20]); }",
+            ),
+        ),
+        (
+            "spin",
+            solution_starting_with("loop { std::hint::spin_loop(); }"),
+        ),
+    ];
+    let args = [
+        "--jobs",
+        "2",
+        "--timeout",
+        "3",
+        "--memory-limit",
+        "256M",
+        "--lang",
+        "en",
+    ];
+    let grade_class_of = |learners: &[&(&str, String)]| {
+        let dir = tmp();
+        let subs = dir.path().join("submissions");
+        for (name, code) in learners {
+            put(&subs.join(format!("{name}.rs")), code);
+        }
+        let results = dir.path().join("results");
+        let out = grade_class(dir.path(), &subs, &results, &args);
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        let summary = class_summary(&results);
+        (dir, reports(&results, &summary))
+    };
+    let (_alone, alone) = grade_class_of(&honest.iter().collect::<Vec<_>>());
+    let (_with, with) = grade_class_of(&honest.iter().chain(&attackers).collect::<Vec<_>>());
+
+    // Each attack ran and got its own verdict.
+    let messages = |name: &str| -> Vec<String> {
+        report_tests(&with[name])
+            .iter()
+            .map(|(_, t)| t["message"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    // The flood's output, or its panic message (a test that formats and sends 8 MiB may also run past
+    // the short timeout of this class: either way it fails, with its own verdict).
+    assert!(
+        messages("flood")
+            .iter()
+            .any(|m| m.contains("FLOOD-PREFIX") || m.contains(&"o".repeat(64))),
+        "{:#}",
+        with["flood"]
+    );
+    for name in ["flood", "hog", "spin"] {
+        assert!(
+            report_tests(&with[name])
+                .iter()
+                .all(|(_, t)| t["status"] != "pass"),
+            "{name}: {:#}",
+            with[name]
+        );
+    }
+    assert!(
+        messages("hog").iter().any(|m| m.contains("256 MiB")),
+        "{:#}",
+        with["hog"]
+    );
+    assert!(
+        report_tests(&with["spin"])
+            .iter()
+            .all(|(_, t)| t["status"] == "timeout"),
+        "{:#}",
+        with["spin"]
+    );
+    for name in ["flood", "hog", "spin"] {
+        assert_eq!(with[name]["sandbox"]["active"], true, "{name}");
+        assert!(with[name].to_string().len() < 2_000_000, "{name}'s report");
+    }
+    // Everyone else's grade is what it is without them: each verdict, score and message.
+    assert_eq!(alone["reference"]["score"].as_f64(), Some(100.0));
+    for (name, _) in &honest {
+        let (a, b) = (&alone[*name], &with[*name]);
+        assert_eq!(a["status"], b["status"], "{name}");
+        assert_eq!(a["score"], b["score"], "{name}");
+        assert_eq!(a["groups"], b["groups"], "{name}");
+    }
+}

@@ -111,14 +111,29 @@ fn classify(path: &Path, raw: &str, utf8: bool, chapter: &Chapter, lang: Lang) -
             .collect::<Vec<_>>()
             .join(" / ")
     };
-    match fs::metadata(path) {
+    // The entry itself, not what it may link to: a linked entry is graded as nobody's work.
+    match fs::symlink_metadata(path) {
         Err(e) => malformed(
             raw.to_string(),
             lang.t("class-entry-unreadable", &[("error", &e)]),
         ),
+        Ok(meta) if meta.file_type().is_symlink() => {
+            // Named as the learner it pretends to be: `eve.rs` is eve.
+            let name = tracks
+                .iter()
+                .find_map(|(_, editable)| {
+                    let extension = Path::new(editable).extension()?.to_str()?;
+                    raw.strip_suffix(&format!(".{extension}"))
+                })
+                .filter(|stem| !stem.is_empty())
+                .unwrap_or(raw);
+            malformed(name.to_string(), lang.t("class-entry-link", &[]))
+        }
         Ok(meta) if meta.is_dir() => {
             let name = raw.to_string();
-            if path.join(metadata::FILE).is_file() {
+            // A practice directory whose metadata is a link is still one: opening it says why it
+            // cannot be graded.
+            if fs::symlink_metadata(path.join(metadata::FILE)).is_ok() {
                 return Entry {
                     name,
                     path: path.to_path_buf(),
@@ -187,11 +202,13 @@ pub struct Read {
     pub sha256: String,
 }
 
-/// Reads the file of a [`Shape::File`] entry without blocking and without reading past the size limit;
-/// `Err` says, in the chosen language, why it cannot be graded.
-pub fn read_file(path: &Path, lang: Lang) -> std::result::Result<Read, String> {
+/// Reads the file of a [`Shape::File`] entry (a path inside `submissions`) without blocking, without
+/// reading past the size limit, and through no symbolic link (neither the file nor a directory on the
+/// way to it from `submissions`); `Err` says, in the chosen language, why it cannot be graded.
+pub fn read_file(submissions: &Path, path: &Path, lang: Lang) -> std::result::Result<Read, String> {
     let shown = path.display().to_string();
-    match regular_file::read(path, MAX_EDITABLE_BYTES) {
+    let rel = path.strip_prefix(submissions).unwrap_or(path);
+    match regular_file::read(submissions, rel, MAX_EDITABLE_BYTES) {
         Ok(Contents::Bytes(bytes)) => Ok(Read {
             sha256: sha256(&bytes),
             bytes,
@@ -208,6 +225,7 @@ pub fn read_file(path: &Path, lang: Lang) -> std::result::Result<Read, String> {
                 ("max_kib", &(MAX_EDITABLE_BYTES / 1024)),
             ],
         )),
+        Ok(Contents::Link) => Err(lang.t("grade-editable-link", &[("path", &shown)])),
         Err(e) => Err(lang.t(
             "class-entry-unreadable",
             &[("error", &format!("{shown}: {e}"))],
@@ -220,16 +238,19 @@ pub fn read_file(path: &Path, lang: Lang) -> std::result::Result<Read, String> {
 /// several. Empty when one cannot be read: the grade then says why.
 pub fn practice_sha256(dir: &Path, chapter: &Chapter) -> String {
     // The directory's own track decides which file is its editable one.
-    let track = fs::read_to_string(dir.join(metadata::FILE))
-        .ok()
-        .and_then(|text| toml::from_str::<metadata::Metadata>(&text).ok())
-        .map_or(Track::Rust, |m| m.track);
+    let track = match regular_file::read(dir, metadata::FILE, MAX_EDITABLE_BYTES) {
+        Ok(Contents::Bytes(bytes)) => String::from_utf8(bytes)
+            .ok()
+            .and_then(|text| toml::from_str::<metadata::Metadata>(&text).ok())
+            .map_or(Track::Rust, |m| m.track),
+        _ => Track::Rust,
+    };
     let Some(chapter) = chapter.with_track(track) else {
         return String::new();
     };
     let mut files = Vec::new();
     for path in &chapter.editable {
-        match regular_file::read(&dir.join(path), MAX_EDITABLE_BYTES) {
+        match regular_file::read(dir, path, MAX_EDITABLE_BYTES) {
             Ok(Contents::Bytes(bytes)) => files.push((path, bytes)),
             _ => return String::new(),
         }

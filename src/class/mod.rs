@@ -42,12 +42,13 @@ use std::rc::Rc;
 use crate::catalog::{Catalog, Chapter};
 use crate::error::{Result, UserError};
 use crate::grade::outcome::{format_points, Problem};
+use crate::grade::prepare::MAX_EDITABLE_BYTES;
 use crate::grade::{self, GradeOptions, GradeResult};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::report;
 use crate::report::Format;
-use crate::{atomic_file, cache, practice};
+use crate::{atomic_file, cache, practice, regular_file};
 
 use entries::{Entry, Shape};
 use summary::{LearnerFiles, Row, Summary};
@@ -148,7 +149,16 @@ pub fn run(catalog: &Catalog, lang: Lang, args: ClassRequest) -> Result<ExitCode
     let earlier = Summary::load(&args.out).filter(|s| !args.force && s.reusable_by(&fresh));
     let plans: Vec<Plan> = entries
         .into_iter()
-        .map(|e| plan(e, &chapter, lang, earlier.as_ref(), &args.out))
+        .map(|e| {
+            plan(
+                e,
+                &args.submissions,
+                &chapter,
+                lang,
+                earlier.as_ref(),
+                &args.out,
+            )
+        })
         .collect();
 
     let unwritable = |e: std::io::Error| {
@@ -211,7 +221,8 @@ pub fn run(catalog: &Catalog, lang: Lang, args: ClassRequest) -> Result<ExitCode
         jobs,
         live,
     )));
-    drop(scratch);
+    // Whatever a test left in it (the tests' own scratch directories are removed as each ends).
+    let _ = crate::remove_tree::remove_tree(&scratch.keep());
 
     let mut state = state.borrow_mut();
     state.bar.clear();
@@ -342,6 +353,7 @@ fn check_out(out: &Path, submissions: &Path, lang: Lang) -> Result<()> {
 /// Reads a learner's file and decides whether their earlier result still holds.
 fn plan(
     entry: Entry,
+    submissions: &Path,
     chapter: &Chapter,
     lang: Lang,
     earlier: Option<&Summary>,
@@ -352,7 +364,7 @@ fn plan(
             entries::practice_sha256(&entry.path, chapter),
             Source::Practice(entry.path),
         ),
-        Shape::File(path, track) => match entries::read_file(&path, lang) {
+        Shape::File(path, track) => match entries::read_file(submissions, &path, lang) {
             Ok(read) => (read.sha256.clone(), Source::File(path, read, track)),
             Err(reason) => (String::new(), Source::Not(reason)),
         },
@@ -390,7 +402,12 @@ fn in_build_order(
     let share = |source: &Source| -> usize {
         let bytes = match source {
             Source::File(_, read, _) => read.bytes.clone(),
-            Source::Practice(dir) => fs::read(dir.join(&chapter.editable[0])).unwrap_or_default(),
+            Source::Practice(dir) => {
+                match regular_file::read(dir, &chapter.editable[0], MAX_EDITABLE_BYTES) {
+                    Ok(regular_file::Contents::Bytes(bytes)) => bytes,
+                    _ => Vec::new(),
+                }
+            }
             Source::Not(_) => return 0,
         };
         let lines = bytes.split(|&c| c == b'\n').count().max(1);
@@ -431,7 +448,7 @@ async fn grade_all(
         if live {
             eprint!("\r\x1b[2K");
         }
-        let _ = fs::remove_dir_all(&scratch);
+        let _ = crate::remove_tree::remove_tree(&scratch);
         eprintln!("{interrupted}");
     }) {
         eprintln!("pi-course: cannot watch for Ctrl-C: {e}");

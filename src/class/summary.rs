@@ -19,8 +19,8 @@
 //!
 //! The CSV has the same rows: `name`, `status`, then per group `<slug>` (its status) and
 //! `<slug> points`, then `total`, `max`, `build`, `sandbox`, `track`, `warnings` (joined with ` | `),
-//! `seconds`, `sha256`, `graded`, `message`. A text field that a spreadsheet would run as a formula
-//! (it starts with `=`, `+`, `-` or `@`) is written with a `'` in front.
+//! `seconds`, `sha256`, `graded`, `message`. Any field a spreadsheet could read as a formula is written
+//! with a `'` in front (see [`defuse`]).
 
 use std::path::Path;
 
@@ -292,17 +292,13 @@ fn first_line(text: &str) -> String {
         .to_string()
 }
 
-/// One CSV record (RFC 4180): fields with a comma, quote or line break are quoted; text a spreadsheet
-/// would run as a formula gets a `'` in front.
+/// One CSV record (RFC 4180): fields with a comma, quote or line break are quoted; every field goes
+/// through [`defuse`] first.
 fn csv_line(fields: &[String]) -> String {
     let mut line = fields
         .iter()
         .map(|f| {
-            let f = if f.starts_with(['=', '+', '-', '@']) && f.parse::<f64>().is_err() {
-                format!("'{f}")
-            } else {
-                f.clone()
-            };
+            let f = defuse(f);
             if f.contains([',', '"', '\n', '\r']) {
                 format!("\"{}\"", f.replace('"', "\"\""))
             } else {
@@ -313,6 +309,40 @@ fn csv_line(fields: &[String]) -> String {
         .join(",");
     line.push_str("\r\n");
     line
+}
+
+/// What a spreadsheet may read as the start of a formula: `=`, `+`, `-`, `@`, and their full-width forms
+/// (some spreadsheets read `＝` as `=`).
+const FORMULA: &[char] = &['=', '+', '-', '@', '＝', '＋', '－', '＠'];
+
+/// `field` with a `'` (a spreadsheet's "this is text") in front of every cell a spreadsheet could read as
+/// a formula, following the usual CSV injection advice: a field that starts with a tab or a carriage
+/// return, or whose first character after any white space is one of [`FORMULA`]. A spreadsheet that
+/// splits on `;` or tabs, or ignores the quotes, sees a new cell after each `;`, tab or line break
+/// inside the field, so each of those gets the same treatment. A plain number (`-3`) is left alone:
+/// it is no formula.
+pub fn defuse(field: &str) -> String {
+    if field.trim().parse::<f64>().is_ok() && field.trim() == field {
+        return field.to_string();
+    }
+    let mut out = String::with_capacity(field.len() + 1);
+    let mut rest = field;
+    loop {
+        let cell_end = rest.find([';', '\t', '\r', '\n']).unwrap_or(rest.len());
+        let (cell, after) = rest.split_at(cell_end);
+        let starts_badly = cell.trim_start().starts_with(FORMULA)
+            // The field itself starts with a tab or a carriage return.
+            || (out.is_empty() && cell.is_empty() && after.starts_with(['\t', '\r']));
+        if starts_badly {
+            out.push('\'');
+        }
+        out.push_str(cell);
+        let Some(separator) = after.chars().next() else {
+            return out;
+        };
+        out.push(separator);
+        rest = &after[separator.len_utf8()..];
+    }
 }
 
 #[cfg(test)]
@@ -333,5 +363,27 @@ mod tests {
             line,
             "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\"'=HYPERLINK(\"\"x\"\")\",-3\r\n"
         );
+    }
+
+    #[test]
+    fn every_cell_a_spreadsheet_could_run_is_defused() {
+        for (field, defused) in [
+            ("\t=1+1", "'\t'=1+1"),
+            ("\rcmd", "'\rcmd"),
+            ("  =1+1", "'  =1+1"),
+            ("\u{a0}@SUM(A1)", "'\u{a0}@SUM(A1)"),
+            ("＝1+1", "'＝1+1"),
+            ("ann;=1+1", "ann;'=1+1"),
+            ("ann\t+1", "ann\t'+1"),
+            ("ann\n-1+2", "ann\n'-1+2"),
+            ("-1+2", "'-1+2"),
+            (" -3", "' -3"),
+            ("-3", "-3"),
+            ("1.5", "1.5"),
+            ("ann-bob", "ann-bob"),
+            ("a = b", "a = b"),
+        ] {
+            assert_eq!(defuse(field), defused, "{field:?}");
+        }
     }
 }

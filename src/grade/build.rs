@@ -189,6 +189,7 @@ async fn compile(
     let mut exe = None;
     let mut fresh = false;
     let mut errors = Vec::new();
+    let mut kept = 0;
     let mut error_count = 0;
     let mut success = false;
     // Reading cargo's messages and waiting for it to exit share one deadline.
@@ -218,7 +219,12 @@ async fn compile(
                             if !d.spans.is_empty() {
                                 error_count += 1;
                             }
-                            errors.extend(d.rendered);
+                            // A report shows only so much of it (`bounds::PROBLEM_BYTES`): the rest
+                            // is counted, not kept.
+                            if kept < super::bounds::PROBLEM_BYTES {
+                                kept += d.rendered.as_ref().map_or(0, String::len);
+                                errors.extend(d.rendered);
+                            }
                         }
                         _ => {}
                     }

@@ -15,13 +15,14 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Stdio;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
 pub use protocol::Record;
 
+use super::bounded_lines::BoundedLines;
+use super::bounds::RECORD_BYTES;
 use super::toolchain::TestCommand;
 use crate::process::{self, Captured, ProcessGroup};
 use crate::sandbox::{Sandbox, TestPaths};
@@ -52,7 +53,19 @@ pub struct TestProcess {
     pub stdout: JoinHandle<Captured>,
     pub stderr: JoinHandle<Captured>,
     /// The process's own scratch directory, removed when this value is dropped.
-    _scratch: tempfile::TempDir,
+    _scratch: Scratch,
+}
+
+/// A test process's scratch directory: removed, whatever the test left in it, when dropped (after the
+/// process group was killed: nothing writes in it any more).
+struct Scratch(std::path::PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // Nothing else to do about a directory that cannot be removed; the class's scratch root (or
+        // the system's temporary directory) still holds it.
+        let _ = crate::remove_tree::remove_tree(&self.0);
+    }
 }
 
 impl TestProcess {
@@ -64,9 +77,12 @@ impl TestProcess {
         orders: Orders<'_>,
         envs: &[(&str, &str)],
     ) -> io::Result<TestProcess> {
-        let scratch = tempfile::Builder::new()
-            .prefix("pi-course-test-")
-            .tempdir()?;
+        let scratch = Scratch(
+            tempfile::Builder::new()
+                .prefix("pi-course-test-")
+                .tempdir()?
+                .keep(),
+        );
         let (orders_read, mut orders_write) = io::pipe()?;
         // A socket, not a pipe: a pipe can be opened again through /proc/self/fd (for reading, too), a
         // socket cannot; and what the harness writes on its end can only be read on ours.
@@ -87,7 +103,7 @@ impl TestProcess {
             &TestPaths {
                 exe: command.program.clone(),
                 read: command.read.clone(),
-                scratch: scratch.path().to_path_buf(),
+                scratch: scratch.0.clone(),
             },
         )?;
         cmd.env(protocol::ENV, "1");
@@ -114,7 +130,7 @@ impl TestProcess {
             child,
             group,
             verdicts: Verdicts {
-                reader: BufReader::new(verdicts),
+                lines: BoundedLines::new(verdicts, RECORD_BYTES),
                 key: key.to_string(),
             },
             _scratch: scratch,
@@ -122,60 +138,37 @@ impl TestProcess {
     }
 }
 
-/// The longest line the grader reads from a test process: a step bigger than this is not kept.
-pub const MAX_LINE: usize = 1 << 20;
-
 /// What arrived on the channel.
 #[derive(Debug)]
 pub enum Received {
     Record(Record),
-    /// A line longer than [`MAX_LINE`]: dropped unread, so the grader's memory stays bounded.
+    /// A line too long to be a record (see [`BoundedLines`]): read to its end and dropped, so the
+    /// grader's memory stays bounded.
     Oversized,
 }
 
-/// The grader's end of a test process's channel.
+/// The grader's end of a test process's channel. Every string in a record is cut to [`RECORD_BYTES`]
+/// as it is read, and a line too long outside its strings is dropped: a step of any size costs the
+/// grader no more.
 pub struct Verdicts {
-    reader: BufReader<UnixStream>,
+    lines: BoundedLines<UnixStream>,
     key: String,
 }
 
 impl Verdicts {
     /// The next record with this grade's key; `None` once the process closed the channel (it ended).
-    /// Lines without the key are not records and are skipped; a line past [`MAX_LINE`] is skipped
-    /// without being held.
+    /// Lines without the key are not records and are skipped; a line too long to be one is
+    /// [`Received::Oversized`].
     pub async fn next(&mut self) -> Option<Received> {
-        use tokio::io::AsyncReadExt;
         loop {
-            let mut line = Vec::new();
-            let read = (&mut self.reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line).await;
-            match read {
-                Ok(0) | Err(_) => return None,
-                Ok(_) if line.len() > MAX_LINE && line.last() != Some(&b'\n') => {
-                    // Skip the rest of the line, a buffer at a time.
-                    loop {
-                        let buffer = self.reader.fill_buf().await.ok()?;
-                        if buffer.is_empty() {
-                            return None;
-                        }
-                        match buffer.iter().position(|b| *b == b'\n') {
-                            Some(at) => {
-                                self.reader.consume(at + 1);
-                                break;
-                            }
-                            None => {
-                                let all = buffer.len();
-                                self.reader.consume(all);
-                            }
-                        }
-                    }
-                    return Some(Received::Oversized);
-                }
-                Ok(_) => {
-                    let text = String::from_utf8_lossy(&line);
-                    if let Some(record) = Record::decode(text.trim_end(), &self.key) {
+            match self.lines.next_line().await {
+                Ok(Some(line)) if line.is_empty() => return Some(Received::Oversized),
+                Ok(Some(line)) => {
+                    if let Some(record) = Record::decode(&line, &self.key) {
                         return Some(Received::Record(record));
                     }
                 }
+                Ok(None) | Err(_) => return None,
             }
         }
     }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::outcome::{Evidence, GradeResult, GroupStatus};
-use crate::{atomic_file, metadata};
+use crate::{atomic_file, metadata, regular_file};
 
 pub const FILE: &str = "last-grade.json";
 /// What the last grade expected and got for each test that did not pass (`pi-course explain`).
@@ -66,15 +66,26 @@ pub fn path(practice_dir: &Path) -> PathBuf {
 }
 
 /// The last verdicts of a practice directory; `None` when it was never graded (or the file is damaged).
+/// Read from inside the directory through no link, like everything a grade reads there.
 pub fn load(practice_dir: &Path) -> Option<LastGrade> {
-    let text = std::fs::read_to_string(path(practice_dir)).ok()?;
-    serde_json::from_str(&text).ok()
+    let rel = Path::new(metadata::DIR).join(FILE);
+    match regular_file::read(practice_dir, rel, LIMIT).ok()? {
+        regular_file::Contents::Bytes(bytes) => serde_json::from_slice(&bytes).ok(),
+        _ => None,
+    }
 }
 
+/// Far more than the record of every Lab takes.
+const LIMIT: u64 = 256 << 10;
+
 /// The evidence of the last grade's failing tests; `None` when there is none (or the file is damaged).
+/// Read through no link, like the record.
 pub fn load_traces(practice_dir: &Path) -> Option<LastTraces> {
-    let text = std::fs::read_to_string(practice_dir.join(metadata::DIR).join(TRACES)).ok()?;
-    serde_json::from_str(&text).ok()
+    let rel = Path::new(metadata::DIR).join(TRACES);
+    match regular_file::read(practice_dir, rel, MAX_TRACES_BYTES as u64 + (1 << 20)).ok()? {
+        regular_file::Contents::Bytes(bytes) => serde_json::from_slice(&bytes).ok(),
+        _ => None,
+    }
 }
 
 /// The evidence of `result`'s failing tests, in the learner's language, as `explain` reads it.
@@ -103,6 +114,13 @@ pub fn traces_of(result: &GradeResult, lang: crate::i18n::Lang) -> LastTraces {
 /// Records the verdict of each graded group, keeping the other Labs' earlier verdicts, and the evidence
 /// of the failing tests.
 pub fn record(practice_dir: &Path, result: &GradeResult, lang: crate::i18n::Lang) -> std::io::Result<()> {
+    // The record goes into `.pi-course` itself, never where a link there points.
+    if regular_file::is_link(&practice_dir.join(metadata::DIR)) {
+        return Err(std::io::Error::other(format!(
+            "{} is a symbolic link",
+            metadata::DIR
+        )));
+    }
     let time = crate::time::now();
     let mut last = load(practice_dir).unwrap_or(LastGrade {
         version: 1,

@@ -7,6 +7,8 @@
 //! report (`crate::report`) and [`last`] (the verdict per Lab).
 //! [`grade`] runs the pipeline in-process, so `watch` can call it too.
 
+pub mod bounded_lines;
+pub mod bounds;
 pub mod build;
 pub mod channel;
 pub mod last;

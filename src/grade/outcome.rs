@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::bounds::{self, Bound};
 use crate::catalog::Group;
 use crate::i18n::Lang;
 
@@ -124,8 +125,22 @@ impl TestResult {
         }
     }
 
-    /// Why the test did not pass, in the learner's language; `None` for a pass.
+    /// Why the test did not pass, in the learner's language, cut to [`TEST_MESSAGE_BYTES`] (with a note
+    /// saying so); `None` for a pass. A report shows a learner's messages through
+    /// [`GradeResult::test_messages`], which bounds them all together too.
+    ///
+    /// [`TEST_MESSAGE_BYTES`]: super::bounds::TEST_MESSAGE_BYTES
     pub fn message(&self, lang: Lang) -> Option<String> {
+        let message = self.full_message(lang)?;
+        Some(bounds::cut(
+            message,
+            bounds::TEST_MESSAGE_BYTES,
+            Bound::Test,
+            lang,
+        ))
+    }
+
+    fn full_message(&self, lang: Lang) -> Option<String> {
         // Where the run stood when its process ended or ran out of time: the judge's reading of the
         // trace so far, which ends in that very step.
         let so_far = self.evidence.as_ref().and_then(|e| {
@@ -449,7 +464,23 @@ impl GradeResult {
         }
     }
 
-    /// The overall message: the summary, and for an error the reason in full.
+    /// Every test's message, by group and test (see [`TestResult::message`]), all of them together cut
+    /// to [`LEARNER_MESSAGE_BYTES`](bounds::LEARNER_MESSAGE_BYTES): what every report shows.
+    pub fn test_messages(&self, lang: Lang) -> Vec<Vec<Option<String>>> {
+        let all: Vec<Option<String>> = self
+            .groups
+            .iter()
+            .flat_map(|g| g.tests.iter().map(|t| t.message(lang)))
+            .collect();
+        let mut shared = bounds::share(all, lang).into_iter();
+        self.groups
+            .iter()
+            .map(|g| shared.by_ref().take(g.tests.len()).collect())
+            .collect()
+    }
+
+    /// The overall message: the summary, and for an error the reason (cut to
+    /// [`PROBLEM_BYTES`](bounds::PROBLEM_BYTES)).
     pub fn message(&self, lang: Lang) -> String {
         match &self.problem {
             None => self.summary(lang),
@@ -459,7 +490,17 @@ impl GradeResult {
 }
 
 impl Problem {
+    /// Why the grade could not run, cut to [`PROBLEM_BYTES`](bounds::PROBLEM_BYTES) with a note.
     pub fn message(&self, lang: Lang) -> String {
+        bounds::cut(
+            self.full_message(lang),
+            bounds::PROBLEM_BYTES,
+            Bound::Problem,
+            lang,
+        )
+    }
+
+    fn full_message(&self, lang: Lang) -> String {
         match self {
             Problem::MissingEditable { path } => {
                 lang.t("grade-missing-editable", &[("path", path)])

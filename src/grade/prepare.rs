@@ -38,21 +38,36 @@ pub enum Unreadable {
         path: String,
         bytes: u64,
     },
+    /// A symbolic link, or a file under a linked directory: reading through it could grade anyone's
+    /// file (a classmate's loop, a file of the instructor's).
+    Link {
+        path: String,
+    },
 }
 
-/// Reads an editable file: `Ok(Err(_))` when it is not a regular file of a sensible size.
-fn read_bounded(path: &Path, shown: &str) -> io::Result<Result<Vec<u8>, Unreadable>> {
-    Ok(match regular_file::read(path, MAX_EDITABLE_BYTES)? {
-        Contents::Bytes(bytes) => Ok(bytes),
-        Contents::NotAFile(kind) => Err(Unreadable::NotAFile {
-            path: shown.to_string(),
-            kind,
-        }),
-        Contents::TooLarge(bytes) => Err(Unreadable::TooLarge {
-            path: shown.to_string(),
-            bytes,
-        }),
-    })
+/// Reads the editable file `rel` of `practice_dir`: `Ok(Err(_))` when it is not a regular file of a
+/// sensible size inside the directory.
+fn read_bounded(
+    practice_dir: &Path,
+    rel: &str,
+    shown: &str,
+) -> io::Result<Result<Vec<u8>, Unreadable>> {
+    Ok(
+        match regular_file::read(practice_dir, rel, MAX_EDITABLE_BYTES)? {
+            Contents::Bytes(bytes) => Ok(bytes),
+            Contents::NotAFile(kind) => Err(Unreadable::NotAFile {
+                path: shown.to_string(),
+                kind,
+            }),
+            Contents::TooLarge(bytes) => Err(Unreadable::TooLarge {
+                path: shown.to_string(),
+                bytes,
+            }),
+            Contents::Link => Err(Unreadable::Link {
+                path: shown.to_string(),
+            }),
+        },
+    )
 }
 
 impl Unreadable {
@@ -70,6 +85,7 @@ impl Unreadable {
                     ("max_kib", &(MAX_EDITABLE_BYTES / 1024)),
                 ],
             ),
+            Unreadable::Link { path } => lang.t("grade-editable-link", &[("path", path)]),
         }
     }
 }
@@ -78,7 +94,7 @@ impl Unreadable {
 pub fn check_editable(chapter: &Chapter, practice_dir: &Path) -> Result<(), Unreadable> {
     for path in &chapter.editable {
         let shown = shown_path(practice_dir, path);
-        if let Ok(Err(unreadable)) = read_bounded(&practice_dir.join(path), &shown) {
+        if let Ok(Err(unreadable)) = read_bounded(practice_dir, path, &shown) {
             return Err(unreadable);
         }
     }
@@ -95,7 +111,7 @@ pub fn read_editable(
         .iter()
         .map(|path| {
             let shown = shown_path(practice_dir, path);
-            match read_bounded(&practice_dir.join(path), &shown) {
+            match read_bounded(practice_dir, path, &shown) {
                 Ok(Ok(bytes)) => Ok((path.clone(), bytes)),
                 Ok(Err(unreadable)) => Err(Problem::Unreadable(unreadable)),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {

@@ -454,7 +454,7 @@ fn main() {
             "g::hogs" => { let v = vec![1u8; 1 << 30]; println!("{}", v.len()); send("step", name, instance); send("finished", name, "null") }
             "g::floods" => { for _ in 0..100_000 { send("step", name, instance) } send("finished", name, "null") }
             "g::giant" => {
-                let big = format!("{{\"kind\":\"{}\"}}", "x".repeat(3 << 20));
+                let big = format!("{{\"kind\":[{}0]}}", "0,".repeat(1 << 20));
                 send("step", name, &big);
                 send("finished", name, "null")
             }
@@ -544,7 +544,8 @@ fn main() {
             "{:?}",
             by_name("hogs")
         );
-        // A flood of steps is judged, not waited out; a 3 MiB step (past the 1 MiB line limit) is dropped unread and said so.
+        // A flood of steps is judged, not waited out; a 2 MiB step (too long to be a record) is dropped and
+        // said so.
         assert!(
             matches!(by_name("floods"), Some(Outcome::Diverged { message }) if message.contains("step 2 left")),
             "{:?}",

@@ -63,14 +63,16 @@ pub fn render(result: &GradeResult, lang: Lang, per_test: bool) -> String {
     let mut output = strip_ansi(&result.message(lang));
     output.push('\n');
     output.push_str(&super::human::protection_line(&result.protection, lang));
+    let messages = result.test_messages(lang);
     let tests = result
         .groups
         .iter()
-        .flat_map(|g| {
+        .zip(messages)
+        .flat_map(|(g, messages)| {
             if per_test && !g.tests.is_empty() {
-                test_entries(result, g, lang)
+                test_entries(result, g, messages, lang)
             } else {
-                vec![group_entry(result, g, lang)]
+                vec![group_entry(result, g, messages, lang)]
             }
         })
         .collect();
@@ -101,8 +103,14 @@ fn passed_word(pass: bool) -> &'static str {
     }
 }
 
-/// One entry for a whole group: its points, and every failing test with its message.
-fn group_entry(result: &GradeResult, g: &GroupResult, lang: Lang) -> Test {
+/// One entry for a whole group: its points, and every failing test with its message (`messages`, one per
+/// test, from [`GradeResult::test_messages`]).
+fn group_entry(
+    result: &GradeResult,
+    g: &GroupResult,
+    messages: Vec<Option<String>>,
+    lang: Lang,
+) -> Test {
     let status = g.status();
     let output = if g.error.is_some() || status == GroupStatus::Error {
         result.summary(lang)
@@ -111,8 +119,9 @@ fn group_entry(result: &GradeResult, g: &GroupResult, lang: Lang) -> Test {
             "gradescope-group-tests",
             &[("passed", &g.passed()), ("total", &g.total())],
         );
-        for t in g.tests.iter().filter(|t| t.status() != TestStatus::Pass) {
-            let message = t.message(lang).map(|m| strip_ansi(&m)).unwrap_or_default();
+        let failing = g.tests.iter().zip(messages);
+        for (t, message) in failing.filter(|(t, _)| t.status() != TestStatus::Pass) {
+            let message = message.map(|m| strip_ansi(&m)).unwrap_or_default();
             text.push_str(&format!("\n\n✗ {}\n{}", t.name, message.trim_end()));
         }
         text
@@ -129,13 +138,19 @@ fn group_entry(result: &GradeResult, g: &GroupResult, lang: Lang) -> Test {
 }
 
 /// One entry per test of a group, sharing the group's points (see the module docs).
-fn test_entries(result: &GradeResult, g: &GroupResult, lang: Lang) -> Vec<Test> {
+fn test_entries(
+    result: &GradeResult,
+    g: &GroupResult,
+    messages: Vec<Option<String>>,
+    lang: Lang,
+) -> Vec<Test> {
     let share = g.max() / g.tests.len() as f64;
     let group_passed = g.status() == GroupStatus::Pass;
     g.tests
         .iter()
+        .zip(messages)
         .enumerate()
-        .map(|(i, t)| {
+        .map(|(i, (t, message))| {
             let passed = t.status() == TestStatus::Pass;
             let counts = group_passed || (passed && result.partial_credit);
             Test {
@@ -144,7 +159,7 @@ fn test_entries(result: &GradeResult, g: &GroupResult, lang: Lang) -> Vec<Test> 
                 score: if counts { share } else { 0.0 },
                 max_score: share,
                 status: passed_word(passed),
-                output: t.message(lang).map(|m| strip_ansi(&m)).unwrap_or_default(),
+                output: message.map(|m| strip_ansi(&m)).unwrap_or_default(),
                 visibility: VISIBLE,
             }
         })

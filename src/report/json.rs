@@ -72,6 +72,7 @@ struct Test<'a> {
 }
 
 pub fn render(result: &GradeResult, lang: Lang) -> String {
+    let messages = result.test_messages(lang);
     let report = Report {
         version: 1,
         chapter: &result.chapter,
@@ -85,7 +86,8 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
         groups: result
             .groups
             .iter()
-            .map(|g| Group {
+            .zip(messages)
+            .map(|(g, messages)| Group {
                 slug: &g.group.slug,
                 name: g.group.name.get(lang),
                 lab: &g.group.lab,
@@ -106,10 +108,11 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
                 tests: g
                     .tests
                     .iter()
-                    .map(|t| Test {
+                    .zip(messages)
+                    .map(|(t, message)| Test {
                         name: &t.name,
                         status: t.status(),
-                        message: t.message(lang).map(|m| strip_ansi(&m)),
+                        message: message.map(|m| strip_ansi(&m)),
                     })
                     .collect(),
             })

@@ -4,8 +4,14 @@
 //! with an `<error type="build">` carrying the compiler's output. Points are properties of each suite:
 //! `score` and `max` for the group, `grade.score` and `grade.max` for the whole grade.
 //!
-//! The XML is written by `quick-junit` (nextest's own), which escapes text and drops the characters XML
-//! cannot hold; the counts of each suite and of the whole report follow from its test cases.
+//! The XML is written by `quick-junit` (nextest's own), which escapes markup; the counts of each suite and
+//! of the whole report follow from its test cases. Every text goes through [`xml_text`] first: a panic
+//! message may hold any character, and XML 1.0 cannot hold control characters, U+FFFE or U+FFFF (one
+//! such character makes the whole report unreadable to a CI system). Messages are those every report
+//! shows, bounded per test and per learner (`grade::bounds`); a failure's `message` attribute is its
+//! first line, cut to [`FIRST_LINE_CHARS`].
+
+use std::borrow::Cow;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
@@ -14,16 +20,41 @@ use crate::grade::GradeResult;
 use crate::i18n::Lang;
 use crate::ui::strip_ansi;
 
+/// The most characters of a failure's first line that its `message` attribute holds (the whole message
+/// is in its description).
+pub const FIRST_LINE_CHARS: usize = 240;
+
+/// `text` with every character XML 1.0 cannot hold replaced by U+FFFD: the controls other than tab,
+/// line feed and carriage return, and the non-characters U+FFFE and U+FFFF. (A Rust string holds no
+/// surrogate, the only other excluded code points.)
+pub fn xml_text(text: &str) -> Cow<'_, str> {
+    let allowed = |c: char| match c {
+        '\t' | '\n' | '\r' => true,
+        '\u{0}'..='\u{1F}' | '\u{FFFE}' | '\u{FFFF}' => false,
+        _ => true,
+    };
+    if text.chars().all(allowed) {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(
+            text.chars()
+                .map(|c| if allowed(c) { c } else { '\u{FFFD}' })
+                .collect(),
+        )
+    }
+}
+
 pub fn render(result: &GradeResult, lang: Lang) -> String {
     let built = result.problem.is_none();
-    let mut report = Report::new(format!("pi-course {}", result.chapter));
+    let messages = result.test_messages(lang);
+    let mut report = Report::new(xml_text(&format!("pi-course {}", result.chapter)).as_ref());
     report.set_time(result.elapsed);
     let protection = &result.protection;
     let layers = protection.layers.join(",");
     let grade_score = format_points(result.score());
     let grade_max = format_points(result.max());
-    for g in &result.groups {
-        let mut suite = TestSuite::new(g.group.slug.as_str());
+    for (g, messages) in result.groups.iter().zip(messages) {
+        let mut suite = TestSuite::new(xml_text(&g.group.slug).as_ref());
         let score = format_points(g.score(result.partial_credit));
         let max = format_points(g.max());
         for (name, value) in [
@@ -42,25 +73,32 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
             ("sandbox.layers", &layers),
             ("sandbox.reason", protection.reason.as_deref().unwrap_or("")),
         ] {
-            suite.add_property(Property::new(name, value));
+            suite.add_property(Property::new(name, xml_text(value).as_ref()));
         }
-        let classname = format!("{}.{}", result.test_target, g.group.slug);
+        let classname = xml_text(&format!("{}.{}", result.test_target, g.group.slug)).into_owned();
         if !built {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
             status
                 .set_type("build")
-                .set_message(result.summary(lang))
-                .set_description(strip_ansi(&result.message(lang)));
+                .set_message(xml_text(&result.summary(lang)).as_ref())
+                .set_description(xml_text(&strip_ansi(&result.message(lang))).as_ref());
             let mut case = TestCase::new("build", status);
             case.set_classname(classname.as_str())
                 .set_time(std::time::Duration::ZERO);
             suite.add_test_case(case);
         }
         let mut time = std::time::Duration::ZERO;
-        for t in &g.tests {
+        for (t, message) in g.tests.iter().zip(messages) {
             time += t.duration;
-            let message = t.message(lang).map(|m| strip_ansi(&m)).unwrap_or_default();
-            let first = message.lines().next().unwrap_or_default().to_string();
+            let message =
+                xml_text(&message.map(|m| strip_ansi(&m)).unwrap_or_default()).into_owned();
+            let first: String = message
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(FIRST_LINE_CHARS)
+                .collect();
             let status = match t.status() {
                 TestStatus::Pass => TestCaseStatus::success(),
                 TestStatus::Fail | TestStatus::Timeout => {
@@ -77,7 +115,7 @@ pub fn render(result: &GradeResult, lang: Lang) -> String {
                     status
                 }
             };
-            let mut case = TestCase::new(t.name.as_str(), status);
+            let mut case = TestCase::new(xml_text(&t.name).as_ref(), status);
             case.set_classname(classname.as_str()).set_time(t.duration);
             suite.add_test_case(case);
         }

@@ -252,11 +252,15 @@ fn test_filters() -> io::Result<Vec<BpfProgram>> {
         libc::SYS_keyctl,
         libc::SYS_add_key,
         libc::SYS_request_key,
+        // Device nodes (and FIFOs): nothing a test needs, and a device node is a way out of any sandbox.
+        libc::SYS_mknodat,
     ] {
         denied.insert(syscall, Vec::new());
     }
     #[cfg(target_arch = "x86_64")]
-    denied.insert(libc::SYS_fork, Vec::new());
+    for syscall in [libc::SYS_fork, libc::SYS_mknod] {
+        denied.insert(syscall, Vec::new());
+    }
     // clone without CLONE_THREAD makes a process; with it, a thread.
     let not_a_thread = condition(0, SeccompCmpOp::MaskedEq(libc::CLONE_THREAD as u64), 0)?;
     denied.insert(
@@ -292,8 +296,37 @@ fn test_filters() -> io::Result<Vec<BpfProgram>> {
         .collect()
 }
 
-/// Installs what runs between fork and exec: resource limits, death with the grader, then Landlock and
-/// seccomp when `confinement` is given.
+/// Gives up every capability, for good: a grader run as root (as hosted autograders run) must not hand
+/// root's privileges to learner code or its compiler. `PR_SET_NO_NEW_PRIVS` first, so that no later
+/// `exec` (of a set-user-id program, or as root) can give any back; then the bounding set (which needs
+/// `CAP_SETPCAP`: a grader without it has nothing to drop), the ambient set, and the effective,
+/// permitted and inheritable sets. Only system calls: this runs between fork and exec.
+fn drop_privileges() -> io::Result<()> {
+    use rustix::thread::{CapabilitySet, CapabilitySets};
+    rustix::thread::set_no_new_privs(true)?;
+    for cap in 0..64 {
+        let one = CapabilitySet::from_bits_retain(1 << cap);
+        // EINVAL: past the last capability this kernel knows. EPERM (no CAP_SETPCAP): nothing to lose.
+        if let Err(rustix::io::Errno::INVAL) =
+            rustix::thread::remove_capability_from_bounding_set(one)
+        {
+            break;
+        }
+    }
+    let _ = rustix::thread::clear_ambient_capability_set();
+    rustix::thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        },
+    )?;
+    Ok(())
+}
+
+/// Installs what runs between fork and exec: resource limits, death with the grader, no capability,
+/// then Landlock and seccomp when `confinement` is given.
 fn confine<const N: usize>(
     cmd: &mut Command,
     rlimits: [(Resource, u64); N],
@@ -307,7 +340,7 @@ fn confine<const N: usize>(
     // SAFETY: the closure runs in the child between fork and exec, where other threads of the grader may
     // have left locks (the allocator's too) held, so it only makes system calls: setrlimit, prctl and
     // getppid through rustix, signal (async-signal-safe), restrict_self and apply_filter (prctl plus one
-    // Landlock or seccomp call each). It allocates and frees nothing: the ruleset (a descriptor) and the
+    // Landlock or seccomp call each), and `drop_privileges`' prctl and capset. It allocates and frees nothing: the ruleset (a descriptor) and the
     // seccomp programs were built before the fork and are consumed or borrowed, and every error is a raw
     // OS error.
     unsafe {
@@ -319,6 +352,7 @@ fn confine<const N: usize>(
                 };
                 rustix::process::setrlimit(resource, limit)?;
             }
+            drop_privileges()?;
             // A write past the file-size limit fails with EFBIG instead of killing the process.
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
@@ -338,5 +372,98 @@ fn confine<const N: usize>(
             }
             Ok(())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Mode, Sandbox, TestPaths};
+    use std::path::Path;
+
+    /// A program that tries what no test may: make a FIFO and a device node in its directory, and keep
+    /// a capability. It needs `unsafe` and libc's own functions, which a learner's crate cannot reach
+    /// (it forbids `unsafe`, std has no stable `mknod`): these are the layers under that one.
+    const PROGRAM: &str = r#"
+use std::ffi::CString;
+#[repr(C)] struct Header { version: u32, pid: i32 }
+#[repr(C)] #[derive(Clone, Copy, Default)] struct Data { effective: u32, permitted: u32, inheritable: u32 }
+extern "C" {
+    fn mknod(path: *const std::ffi::c_char, mode: u32, dev: u64) -> i32;
+    fn capget(header: *mut Header, data: *mut Data) -> i32;
+    fn prctl(option: i32, arg: u64, ...) -> i32;
+}
+fn node(name: &str, mode: u32, dev: u64) -> String {
+    let path = CString::new(name).unwrap();
+    // SAFETY: a valid C string; mknod reads nothing else.
+    if unsafe { mknod(path.as_ptr(), mode, dev) } == 0 { "made".into() } else { std::io::Error::last_os_error().to_string() }
+}
+fn main() {
+    println!("fifo: {}", node("fifo", 0o010644, 0));
+    println!("device: {}", node("null", 0o020666, (1 << 8) | 3));
+    let mut header = Header { version: 0x20080522, pid: 0 };
+    let mut data = [Data::default(); 2];
+    // SAFETY: version 3 fills two data structs.
+    unsafe { capget(&mut header, data.as_mut_ptr()) };
+    let bounding = (0..64).filter(|&cap| unsafe { prctl(23, cap) } == 1).count();
+    println!("effective: {} permitted: {} inheritable: {} bounding: {bounding}",
+        data[0].effective | data[1].effective, data[0].permitted | data[1].permitted,
+        data[0].inheritable | data[1].inheritable);
+}
+"#;
+
+    fn run_confined(exe: &Path, sandbox: &Sandbox) -> String {
+        let scratch = tempfile::tempdir().unwrap();
+        let mut cmd = tokio::process::Command::new(exe);
+        let paths = TestPaths {
+            exe: exe.to_path_buf(),
+            read: Vec::new(),
+            scratch: scratch.path().to_path_buf(),
+        };
+        sandbox.confine_test(&mut cmd, &paths).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let out = rt.block_on(async { cmd.output().await }).unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    #[test]
+    fn test_processes_make_no_node_and_keep_no_capability() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, exe) = (dir.path().join("p.rs"), dir.path().join("p"));
+        std::fs::write(&src, PROGRAM).unwrap();
+        let built = std::process::Command::new("rustc")
+            .args(["--edition", "2021", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(built.success());
+
+        let confined = Sandbox::new(Mode::Auto, Default::default()).unwrap();
+        if confined.is_active() {
+            let out = run_confined(&exe, &confined);
+            assert!(out.contains("fifo: Operation not permitted"), "{out}");
+            assert!(out.contains("device: Operation not permitted"), "{out}");
+            assert!(
+                out.contains("effective: 0 permitted: 0 inheritable: 0 bounding: 0"),
+                "{out}"
+            );
+        }
+        // Unconfined (`--sandbox off`, or no Landlock), a test process still has no capability: a
+        // FIFO in its own directory is fine, a device node is not.
+        let off = Sandbox::new(Mode::Off, Default::default()).unwrap();
+        let out = run_confined(&exe, &off);
+        assert!(out.contains("device: Operation not permitted"), "{out}");
+        assert!(
+            out.contains("effective: 0 permitted: 0 inheritable: 0"),
+            "{out}"
+        );
+        eprintln!(
+            "graded as root: {}; unconfined: {out}",
+            rustix::process::geteuid().is_root()
+        );
     }
 }

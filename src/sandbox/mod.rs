@@ -11,7 +11,7 @@
 //! - a test process reads only its executable and the system libraries, writes only a fresh scratch
 //!   directory of its own, starts no process, opens no network socket, cannot see `/proc` or `/dev`;
 //! - both die with the grader and are bounded by resource limits (CPU for the build; memory, file size
-//!   and core dumps for the tests).
+//!   and core dumps for the tests), and give up every capability, also when the grader runs as root.
 //!
 //! Where Landlock is missing (an old kernel, macOS), grades still run with the limits that the platform
 //! has, and every report says plainly that the grade was not sandboxed, and why. `--sandbox require`
@@ -143,7 +143,7 @@ impl Sandbox {
         layers.push("verdict-channel".into());
         layers.extend(["memory-limit", "file-size-limit", "build-cpu-limit"].map(String::from));
         if cfg!(target_os = "linux") {
-            layers.push("die-with-grader".into());
+            layers.extend(["die-with-grader", "no-privileges"].map(String::from));
         }
         Protection {
             active: self.is_active(),

@@ -713,3 +713,7 @@ pub fn sandboxed(report: &Value) -> bool {
          here. Run them on Linux with Landlock, or set {ALLOW_UNSANDBOXED}=1 to skip them."
     );
 }
+
+/// A statement that prints 4 MiB and then panics with a message of 8 MiB starting with `FLOOD-PREFIX`:
+/// run first thing in a loop, over 100 MB of output and 250 MB of messages across the chapter's tests.
+pub const FLOOD: &str = r#"{ use std::io::Write; let _ = std::io::stdout().write_all(&vec![b'o'; 3 << 20]); let _ = std::io::stderr().write_all(&vec![b'e'; 1 << 20]); panic!("FLOOD-PREFIX {}", "x".repeat(8 << 20)); }"#;
