@@ -89,7 +89,9 @@ impl Track {
     pub fn test_name(self, group: &Group, scenario: &str) -> String {
         match self {
             Track::Rust => format!("{}{scenario}", self.test_prefix(group)),
-            Track::TypeScript => format!("{}{}", self.test_prefix(group), scenario.replace('_', " ")),
+            Track::TypeScript => {
+                format!("{}{}", self.test_prefix(group), scenario.replace('_', " "))
+            }
         }
     }
 

@@ -32,13 +32,22 @@ pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf, test: Option<String>) ->
         None => &traces.tests[0],
         Some(query) => pick(&traces.tests, query).ok_or_else(|| {
             let names: Vec<&str> = traces.tests.iter().map(|t| t.name.as_str()).collect();
-            UserError::new(lang.t("explain-unknown-test", &[("test", query)]))
-                .with_fix(lang.t("explain-unknown-test-fix", &[("tests", &names.join("\n  "))]))
+            UserError::new(lang.t("explain-unknown-test", &[("test", query)])).with_fix(lang.t(
+                "explain-unknown-test-fix",
+                &[("tests", &names.join("\n  "))],
+            ))
         })?,
     };
-    print!("{}", crate::report::explain::render(chosen, lang, paint));
+    let chapter = &practice.chapter.id;
+    let about = crate::spec::about(chapter, &chosen.name);
+    let freedoms = crate::spec::freedoms_in(chapter, &chosen.evidence.expected);
+    let text = crate::report::explain::render(chosen, about.as_deref(), &freedoms, lang, paint);
+    print!("{text}");
     if let Some(seed) = traces.seed {
-        println!("\n{}", paint.dim(&lang.t("explain-seed", &[("seed", &seed)])));
+        println!(
+            "\n{}",
+            paint.dim(&lang.t("explain-seed", &[("seed", &seed)]))
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -54,13 +54,13 @@ pub fn judge(expected: &Value, trace: &[Value], lang: Lang) -> Option<String> {
 
 /// Compares `trace` with every alternative of `expected`: `Ok` when one of them matches the whole trace,
 /// otherwise the divergence of the alternative that went furthest.
-pub fn compare(expected: &Value, trace: &[Value]) -> Result<(), Divergence> {
+pub fn compare(expected: &Value, trace: &[Value]) -> Result<(), Box<Divergence>> {
     let alternatives = expected
         .get("alternatives")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let mut furthest: Option<Divergence> = None;
+    let mut furthest: Option<Box<Divergence>> = None;
     for alternative in alternatives {
         match walk(alternative, trace, &mut Vec::new()) {
             Ok(()) => return Ok(()),
@@ -68,12 +68,14 @@ pub fn compare(expected: &Value, trace: &[Value]) -> Result<(), Divergence> {
             Err(_) => {}
         }
     }
-    Err(furthest.unwrap_or(Divergence {
-        index: 0,
-        actual: trace.first().cloned(),
-        expected: Vec::new(),
-        rule: String::new(),
-        detail: None,
+    Err(furthest.unwrap_or_else(|| {
+        Box::new(Divergence {
+            index: 0,
+            actual: trace.first().cloned(),
+            expected: Vec::new(),
+            rule: String::new(),
+            detail: None,
+        })
     }))
 }
 
@@ -94,21 +96,34 @@ fn steps_of(alternative: &Value) -> Vec<Expected<'_>> {
             after: s
                 .get("after")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_u64).map(|i| i as usize).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_u64)
+                        .map(|i| i as usize)
+                        .collect()
+                })
                 .unwrap_or_default(),
             pattern: s.get("match").unwrap_or(&Value::Null),
             rule: s.get("rule").and_then(Value::as_str).unwrap_or(""),
             path_rules: s
                 .get("path_rules")
                 .and_then(Value::as_object)
-                .map(|o| o.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))).collect())
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
+                        .collect()
+                })
                 .unwrap_or_default(),
         })
         .collect()
 }
 
 /// Walks `trace` through one alternative's graph; `pairs` gets (expected step, trace step) for each match.
-fn walk(alternative: &Value, trace: &[Value], pairs: &mut Vec<(usize, usize)>) -> Result<(), Divergence> {
+fn walk(
+    alternative: &Value,
+    trace: &[Value],
+    pairs: &mut Vec<(usize, usize)>,
+) -> Result<(), Box<Divergence>> {
     let steps = steps_of(alternative);
     let mut matched = vec![false; steps.len()];
     let mut bound = Bindings::new();
@@ -116,7 +131,13 @@ fn walk(alternative: &Value, trace: &[Value], pairs: &mut Vec<(usize, usize)>) -
     let mut taken = vec![false; trace.len()];
     let enabled = |matched: &[bool]| -> Vec<usize> {
         (0..steps.len())
-            .filter(|&i| !matched[i] && steps[i].after.iter().all(|&a| matched.get(a) == Some(&true)))
+            .filter(|&i| {
+                !matched[i]
+                    && steps[i]
+                        .after
+                        .iter()
+                        .all(|&a| matched.get(a) == Some(&true))
+            })
             .collect()
     };
     let try_match = |actual: &Value, matched: &[bool], bound: &Bindings| {
@@ -158,13 +179,21 @@ fn walk(alternative: &Value, trace: &[Value], pairs: &mut Vec<(usize, usize)>) -
                 taken[j] = true;
                 pairs.push((i, j));
             }
-            None => return Err(diverge(&steps, &enabled(&matched), index, Some(actual), &bound)),
+            None => {
+                return Err(Box::new(diverge(
+                    &steps,
+                    &enabled(&matched),
+                    index,
+                    Some(actual),
+                    &bound,
+                )))
+            }
         }
     }
     let left = enabled(&matched);
     match left.is_empty() {
         true => Ok(()),
-        false => Err(diverge(&steps, &left, trace.len(), None, &bound)),
+        false => Err(Box::new(diverge(&steps, &left, trace.len(), None, &bound))),
     }
 }
 
@@ -175,7 +204,10 @@ fn is_event(step: &Value) -> bool {
 /// A step after which a run has nothing more to say: its result, or how it stopped.
 fn is_end(step: &Value) -> bool {
     let kind = step.get("kind").and_then(Value::as_str).unwrap_or("");
-    matches!(kind, "result" | "panic" | "hang" | "overflow" | "timeout" | "exit" | "crash")
+    matches!(
+        kind,
+        "result" | "panic" | "hang" | "overflow" | "timeout" | "exit" | "crash"
+    )
 }
 
 /// One row of a timeline: an expected step and the trace step that matched it, or, from the first
@@ -192,8 +224,13 @@ pub struct Row {
 /// trace's order, then the first divergence, then what was left of each. The alternative shown is the one
 /// that matched, or else the one that went furthest.
 pub fn timeline(expected: &Value, trace: &[Value]) -> Vec<Row> {
-    let alternatives = expected.get("alternatives").and_then(Value::as_array).cloned().unwrap_or_default();
-    let mut best: Option<(Value, Vec<(usize, usize)>, Result<(), Divergence>)> = None;
+    let alternatives = expected
+        .get("alternatives")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    type Walked = (Value, Vec<(usize, usize)>, Result<(), Box<Divergence>>);
+    let mut best: Option<Walked> = None;
     for alternative in alternatives {
         let mut pairs = Vec::new();
         let outcome = walk(&alternative, trace, &mut pairs);
@@ -208,22 +245,43 @@ pub fn timeline(expected: &Value, trace: &[Value]) -> Vec<Row> {
         }
     }
     let Some((alternative, mut pairs, outcome)) = best else {
-        return trace.iter().map(|t| Row { expected: None, actual: Some(label(t)), diverges: false }).collect();
+        return trace
+            .iter()
+            .map(|t| Row {
+                expected: None,
+                actual: Some(label(t)),
+                diverges: false,
+            })
+            .collect();
     };
     let steps = steps_of(&alternative);
     pairs.sort_by_key(|&(_, t)| t);
     let mut rows: Vec<Row> = pairs
         .iter()
-        .map(|&(e, t)| Row { expected: Some(label(steps[e].pattern)), actual: Some(label(&trace[t])), diverges: false })
+        .map(|&(e, t)| Row {
+            expected: Some(label(steps[e].pattern)),
+            actual: Some(label(&trace[t])),
+            diverges: false,
+        })
         .collect();
     if let Err(d) = outcome {
         let seen: Vec<usize> = pairs.iter().map(|&(_, t)| t).collect();
         let used: Vec<usize> = pairs.iter().map(|&(e, _)| e).collect();
-        let left: Vec<String> = (0..steps.len()).filter(|i| !used.contains(i)).map(|i| label(steps[i].pattern)).collect();
-        let rest: Vec<String> = (d.index..trace.len()).filter(|t| !seen.contains(t)).map(|t| label(&trace[t])).collect();
+        let left: Vec<String> = (0..steps.len())
+            .filter(|i| !used.contains(i))
+            .map(|i| label(steps[i].pattern))
+            .collect();
+        let rest: Vec<String> = (d.index..trace.len())
+            .filter(|t| !seen.contains(t))
+            .map(|t| label(&trace[t]))
+            .collect();
         let wanted: Vec<String> = d.expected.iter().map(label).collect();
         rows.push(Row {
-            expected: Some(if wanted.is_empty() { "(end)".to_string() } else { wanted.join(" | ") }),
+            expected: Some(if wanted.is_empty() {
+                "(end)".to_string()
+            } else {
+                wanted.join(" | ")
+            }),
             actual: Some(rest.first().cloned().unwrap_or_else(|| "(end)".to_string())),
             diverges: true,
         });
@@ -232,7 +290,11 @@ pub fn timeline(expected: &Value, trace: &[Value]) -> Vec<Row> {
         let mut rest = rest.peekable();
         let mut left = left.into_iter().peekable();
         while left.peek().is_some() || rest.peek().is_some() {
-            rows.push(Row { expected: left.next(), actual: rest.next(), diverges: false });
+            rows.push(Row {
+                expected: left.next(),
+                actual: rest.next(),
+                diverges: false,
+            });
         }
     }
     rows
@@ -247,7 +309,8 @@ fn diverge(
     actual: Option<&Value>,
     bound: &Bindings,
 ) -> Divergence {
-    let same_kind = |i: &&usize| actual.is_some_and(|a| label_key(steps[**i].pattern) == label_key(a));
+    let same_kind =
+        |i: &&usize| actual.is_some_and(|a| label_key(steps[**i].pattern) == label_key(a));
     let closest = candidates.iter().find(same_kind).or(candidates.first());
     let detail = match (closest, actual) {
         (Some(&i), Some(a)) if label_key(steps[i].pattern) == label_key(a) => {
@@ -258,7 +321,9 @@ fn diverge(
     let rule = closest.map(|&i| {
         let step = &steps[i];
         let under = |prefix: &str, path: &str| {
-            path == prefix || path.starts_with(&format!("{prefix}.")) || path.starts_with(&format!("{prefix}["))
+            path == prefix
+                || path.starts_with(&format!("{prefix}."))
+                || path.starts_with(&format!("{prefix}["))
         };
         let precise = detail.as_ref().and_then(|m| {
             let found = step.path_rules.iter().filter(|(p, _)| under(p, &m.path));
@@ -269,7 +334,10 @@ fn diverge(
     Divergence {
         index,
         actual: actual.cloned(),
-        expected: candidates.iter().map(|&i| steps[i].pattern.clone()).collect(),
+        expected: candidates
+            .iter()
+            .map(|&i| steps[i].pattern.clone())
+            .collect(),
         rule: rule.unwrap_or_default(),
         detail,
     }
@@ -295,12 +363,19 @@ pub fn matches(
 ) -> Result<(), Mismatch> {
     let fail = |expected: String| {
         Err(Mismatch {
-            path: if path.is_empty() { "$".to_string() } else { path.to_string() },
+            path: if path.is_empty() {
+                "$".to_string()
+            } else {
+                path.to_string()
+            },
             expected,
             actual: actual.map_or_else(|| "(missing)".to_string(), |a| show(a, 160)),
         })
     };
-    if let Some(node) = pattern.as_object().filter(|o| o.keys().any(|k| k.starts_with('$'))) {
+    if let Some(node) = pattern
+        .as_object()
+        .filter(|o| o.keys().any(|k| k.starts_with('$')))
+    {
         if node.contains_key("$any") {
             // `$without` on a free value: none of these texts anywhere in it (a Debug rendering, say).
             let without = node.get("$without").and_then(Value::as_array);
@@ -308,7 +383,10 @@ pub fn matches(
             let leaked = without.any(|w| actual.is_some_and(|a| holds_text(a, w)));
             return match leaked {
                 false => Ok(()),
-                true => fail(format!("(anything without {})", show(&node["$without"], 80))),
+                true => fail(format!(
+                    "(anything without {})",
+                    show(&node["$without"], 80)
+                )),
             };
         }
         if let Some(inner) = node.get("$absent_or") {
@@ -332,7 +410,10 @@ pub fn matches(
             return match actual_value.as_str() {
                 Some(s)
                     if s.contains(carried)
-                        && !without.iter().filter_map(Value::as_str).any(|w| s.contains(w))
+                        && !without
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .any(|w| s.contains(w))
                         && !has_stack(s) =>
                 {
                     Ok(())
@@ -404,7 +485,9 @@ fn holds_text(value: &Value, text: &str) -> bool {
     match value {
         Value::String(s) => s.contains(text),
         Value::Array(items) => items.iter().any(|v| holds_text(v, text)),
-        Value::Object(o) => o.iter().any(|(k, v)| k.contains(text) || holds_text(v, text)),
+        Value::Object(o) => o
+            .iter()
+            .any(|(k, v)| k.contains(text) || holds_text(v, text)),
         _ => false,
     }
 }
@@ -434,12 +517,14 @@ pub fn has_stack(text: &str) -> bool {
 
 /// `name.rs:12`, `name.ts:3:9` and the like.
 fn has_position(text: &str) -> bool {
-    [".rs:", ".ts:", ".js:", ".mjs:", ".cjs:"].iter().any(|ext| {
-        text.match_indices(ext).any(|(at, _)| {
-            let rest = &text[at + ext.len()..];
-            rest.chars().next().is_some_and(|c| c.is_ascii_digit())
+    [".rs:", ".ts:", ".js:", ".mjs:", ".cjs:"]
+        .iter()
+        .any(|ext| {
+            text.match_indices(ext).any(|(at, _)| {
+                let rest = &text[at + ext.len()..];
+                rest.chars().next().is_some_and(|c| c.is_ascii_digit())
+            })
         })
-    })
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -482,7 +567,10 @@ fn describe(pattern: &Value) -> String {
 }
 
 fn describe_or_show(value: &Value) -> String {
-    match value.as_object().is_some_and(|o| o.keys().any(|k| k.starts_with('$'))) {
+    match value
+        .as_object()
+        .is_some_and(|o| o.keys().any(|k| k.starts_with('$')))
+    {
         true => describe(value),
         false => show(value, 160),
     }
@@ -513,7 +601,10 @@ fn label_key(step: &Value) -> String {
 pub fn label(step: &Value) -> String {
     let kind = text_of(step, "kind");
     match kind {
-        "request" => format!("request #{}", step.get("n").and_then(Value::as_u64).unwrap_or(0)),
+        "request" => format!(
+            "request #{}",
+            step.get("n").and_then(Value::as_u64).unwrap_or(0)
+        ),
         "event" => {
             let event = step.get("event").unwrap_or(&Value::Null);
             let id_of = |key: &str| {
@@ -598,8 +689,15 @@ pub fn message(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) ->
     let rules = expected.get("rules").and_then(Value::as_object);
     let empty = Map::new();
     let rule = rules.unwrap_or(&empty).get(&d.rule);
-    let rule_text = |l: &str| rule.and_then(|r| r.get(l)).and_then(Value::as_str).unwrap_or("");
-    let lab = rule.and_then(|r| r.get("lab")).and_then(Value::as_str).unwrap_or("?");
+    let rule_text = |l: &str| {
+        rule.and_then(|r| r.get(l))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    let lab = rule
+        .and_then(|r| r.get("lab"))
+        .and_then(Value::as_str)
+        .unwrap_or("?");
     let group = |l: &str| {
         let g = rule.and_then(|r| r.get("group")).and_then(|g| g.get(l));
         g.and_then(Value::as_str).unwrap_or("").to_string()
@@ -607,13 +705,25 @@ pub fn message(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) ->
     let step_no = d.index + 1;
     let wanted: Vec<String> = d.expected.iter().map(label).collect();
     let wanted = match wanted.len() {
-        0 => pick(lang, "（运行应已结束）".into(), "(the run should have ended)".into()),
+        0 => pick(
+            lang,
+            "（运行应已结束）".into(),
+            "(the run should have ended)".into(),
+        ),
         1 => wanted[0].clone(),
-        _ => pick(lang, format!("以下之一：{}", wanted.join("、")), format!("one of: {}", wanted.join(", "))),
+        _ => pick(
+            lang,
+            format!("以下之一：{}", wanted.join("、")),
+            format!("one of: {}", wanted.join(", ")),
+        ),
     };
     let happened = match &d.actual {
         Some(step) => label(step),
-        None => pick(lang, "（记录到此结束）".into(), "(the trace ends here)".into()),
+        None => pick(
+            lang,
+            "（记录到此结束）".into(),
+            "(the trace ends here)".into(),
+        ),
     };
     let mut lines = Vec::new();
     let reached = d.actual.as_ref().and_then(lab_reached);
@@ -623,16 +733,33 @@ pub fn message(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) ->
             format!("第 {step_no} 步到达了 Lab {reached} 还没写完的部分（todo!() / 未实现）：先完成 Lab {reached}。"),
             format!("step {step_no} reached Lab {reached}'s unfinished part (todo!() / not implemented): finish Lab {reached} first."),
         ));
-        lines.push(format!("  {}", text_of(d.actual.as_ref().unwrap_or(&Value::Null), "message")));
+        lines.push(format!(
+            "  {}",
+            text_of(d.actual.as_ref().unwrap_or(&Value::Null), "message")
+        ));
     } else {
         lines.push(pick(
             lang,
-            format!("第 {step_no} 步偏离了本章的规则（Lab {lab} {}）", group("zh")),
-            format!("step {step_no} left the chapter's rules (Lab {lab}, {})", group("en")),
+            format!(
+                "第 {step_no} 步偏离了本章的规则（Lab {lab} {}）",
+                group("zh")
+            ),
+            format!(
+                "step {step_no} left the chapter's rules (Lab {lab}, {})",
+                group("en")
+            ),
         ));
     }
-    lines.push(pick(lang, format!("  应为：{wanted}"), format!("  expected: {wanted}")));
-    lines.push(pick(lang, format!("  实际：{happened}"), format!("  happened: {happened}")));
+    lines.push(pick(
+        lang,
+        format!("  应为：{wanted}"),
+        format!("  expected: {wanted}"),
+    ));
+    lines.push(pick(
+        lang,
+        format!("  实际：{happened}"),
+        format!("  happened: {happened}"),
+    ));
     if let Some(m) = &d.detail {
         lines.push(pick(
             lang,
@@ -647,7 +774,10 @@ pub fn message(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) ->
             format!("  rule: {}", rule_text("en")),
         ));
     }
-    let so_far: Vec<String> = trace[..d.index.min(trace.len())].iter().map(label).collect();
+    let so_far: Vec<String> = trace[..d.index.min(trace.len())]
+        .iter()
+        .map(label)
+        .collect();
     let skip = so_far.len().saturating_sub(24);
     let shown = so_far[skip..].join(" → ");
     let shown = match skip {
@@ -656,8 +786,22 @@ pub fn message(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) ->
     };
     lines.push(pick(
         lang,
-        format!("  到此为止：{}", if shown.is_empty() { "（无）".into() } else { shown.clone() }),
-        format!("  so far: {}", if shown.is_empty() { "(nothing)".into() } else { shown }),
+        format!(
+            "  到此为止：{}",
+            if shown.is_empty() {
+                "（无）".into()
+            } else {
+                shown.clone()
+            }
+        ),
+        format!(
+            "  so far: {}",
+            if shown.is_empty() {
+                "(nothing)".into()
+            } else {
+                shown
+            }
+        ),
     ));
     lines.join("\n")
 }
@@ -677,13 +821,23 @@ mod tests {
 
     #[test]
     fn a_sequence_matches_only_in_its_order() {
-        let g = graph(vec![step(&[], json!({"kind": "a"})), step(&[0], json!({"kind": "b"}))]);
+        let g = graph(vec![
+            step(&[], json!({"kind": "a"})),
+            step(&[0], json!({"kind": "b"})),
+        ]);
         assert!(compare(&g, &[json!({"kind": "a"}), json!({"kind": "b"})]).is_ok());
         let d = compare(&g, &[json!({"kind": "b"}), json!({"kind": "a"})]).unwrap_err();
         assert_eq!(d.index, 0);
         let d = compare(&g, &[json!({"kind": "a"})]).unwrap_err();
         assert_eq!((d.index, d.actual), (1, None));
-        let d = compare(&g, &[json!({"kind": "a"}), json!({"kind": "b"}), json!({"kind": "c"})]);
+        let d = compare(
+            &g,
+            &[
+                json!({"kind": "a"}),
+                json!({"kind": "b"}),
+                json!({"kind": "c"}),
+            ],
+        );
         assert_eq!(d.unwrap_err().index, 2);
     }
 
@@ -710,8 +864,20 @@ mod tests {
         assert!(matches(&text, Some(&json!("skipped")), "", &mut b).is_ok());
         assert!(matches(&text, Some(&json!("  ")), "", &mut b).is_err());
         let carries = json!({"$carries": "disk full", "$without": ["DiskFull {"]});
-        assert!(matches(&carries, Some(&json!("Tool x failed: disk full")), "", &mut b).is_ok());
-        assert!(matches(&carries, Some(&json!("DiskFull { .. }: disk full")), "", &mut b).is_err());
+        assert!(matches(
+            &carries,
+            Some(&json!("Tool x failed: disk full")),
+            "",
+            &mut b
+        )
+        .is_ok());
+        assert!(matches(
+            &carries,
+            Some(&json!("DiskFull { .. }: disk full")),
+            "",
+            &mut b
+        )
+        .is_err());
         let stack = json!("Error: disk full\n    at run (src/agent-loop.ts:10:3)");
         assert!(matches(&carries, Some(&stack), "", &mut b).is_err());
         let located = json!("disk full (src/agent_loop.rs:88:9)");
@@ -739,9 +905,15 @@ mod tests {
         let want = json!({"result": {"details": null, "isError": true}});
         let got = json!({"result": {"details": {}, "isError": true}});
         let e = matches(&want, Some(&got), "", &mut b).unwrap_err();
-        assert_eq!((e.path.as_str(), e.expected.as_str(), e.actual.as_str()), ("result.details", "null", "{}"));
+        assert_eq!(
+            (e.path.as_str(), e.expected.as_str(), e.actual.as_str()),
+            ("result.details", "null", "{}")
+        );
         let got = json!({"result": {"details": null, "isError": true, "extra": 1}});
-        assert_eq!(matches(&want, Some(&got), "", &mut b).unwrap_err().path, "result.extra");
+        assert_eq!(
+            matches(&want, Some(&got), "", &mut b).unwrap_err().path,
+            "result.extra"
+        );
         assert!(matches(&json!([1, 2]), Some(&json!([1])), "", &mut b).is_err());
         assert!(matches(&json!(1), Some(&json!(1.0)), "", &mut b).is_ok());
     }
@@ -755,8 +927,14 @@ mod tests {
             step(&[2], json!({"kind": "event", "event": {"type": "b"}})),
             step(&[3], json!({"kind": "result"})),
         ]);
-        let (r1, r2) = (json!({"kind": "request", "n": 1}), json!({"kind": "request", "n": 2}));
-        let (a, b) = (json!({"kind": "event", "event": {"type": "a"}}), json!({"kind": "event", "event": {"type": "b"}}));
+        let (r1, r2) = (
+            json!({"kind": "request", "n": 1}),
+            json!({"kind": "request", "n": 2}),
+        );
+        let (a, b) = (
+            json!({"kind": "event", "event": {"type": "a"}}),
+            json!({"kind": "event", "event": {"type": "b"}}),
+        );
         let end = json!({"kind": "result"});
         let t = |steps: &[&Value]| steps.iter().map(|s| (*s).clone()).collect::<Vec<_>>();
         assert!(compare(&g, &t(&[&r1, &a, &r2, &b, &end])).is_ok());
@@ -775,14 +953,20 @@ mod tests {
             step(&[0], json!({"kind": "request", "n": 2})),
             step(&[1], json!({"kind": "result", "reason": "stop"})),
         ]);
-        let trace = [json!({"kind": "request", "n": 1}), json!({"kind": "result", "reason": "stop"})];
+        let trace = [
+            json!({"kind": "request", "n": 1}),
+            json!({"kind": "result", "reason": "stop"}),
+        ];
         let rows = timeline(&g, &trace);
         assert_eq!(rows.len(), 3, "{rows:?}");
         assert_eq!(rows[0].expected.as_deref(), Some("request #1"));
         assert!(rows[1].diverges);
         assert_eq!(rows[1].expected.as_deref(), Some("request #2"));
         assert_eq!(rows[1].actual.as_deref(), Some("return(stop)"));
-        assert_eq!((rows[2].expected.as_deref(), rows[2].actual.as_deref()), (Some("return(stop)"), None));
+        assert_eq!(
+            (rows[2].expected.as_deref(), rows[2].actual.as_deref()),
+            (Some("return(stop)"), None)
+        );
     }
 
     #[test]
@@ -799,7 +983,8 @@ mod tests {
     #[test]
     fn a_todo_names_the_lab_it_belongs_to() {
         let g = graph(vec![step(&[], json!({"kind": "request", "n": 1}))]);
-        let panic = json!({"kind": "panic", "message": "not yet implemented: Lab 7.3: the other rows"});
+        let panic =
+            json!({"kind": "panic", "message": "not yet implemented: Lab 7.3: the other rows"});
         let text = judge(&g, &[panic], Lang::En).unwrap();
         assert!(text.contains("Lab 7.3"), "{text}");
         assert!(text.contains("finish Lab 7.3 first"), "{text}");

@@ -21,20 +21,31 @@ pub const RUN: &str = "run";
 /// One line on the channel.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
-    Started { test: String },
-    Step { test: String, step: serde_json::Value },
-    Finished { test: String },
+    Started {
+        test: String,
+    },
+    Step {
+        test: String,
+        step: serde_json::Value,
+    },
+    Finished {
+        test: String,
+    },
 }
 
 impl Record {
     /// The record as one line of JSON, ending in `\n`.
     pub fn encode(&self, key: &str) -> String {
         let value = match self {
-            Record::Started { test } => serde_json::json!({ "key": key, "event": "started", "test": test }),
+            Record::Started { test } => {
+                serde_json::json!({ "key": key, "event": "started", "test": test })
+            }
             Record::Step { test, step } => {
                 serde_json::json!({ "key": key, "event": "step", "test": test, "step": step })
             }
-            Record::Finished { test } => serde_json::json!({ "key": key, "event": "finished", "test": test }),
+            Record::Finished { test } => {
+                serde_json::json!({ "key": key, "event": "finished", "test": test })
+            }
         };
         format!("{value}\n")
     }
@@ -48,7 +59,10 @@ impl Record {
         let test = value.get("test")?.as_str()?.to_string();
         Some(match value.get("event")?.as_str()? {
             "started" => Record::Started { test },
-            "step" => Record::Step { test, step: value.get_mut("step")?.take() },
+            "step" => Record::Step {
+                test,
+                step: value.get_mut("step")?.take(),
+            },
             "finished" => Record::Finished { test },
             _ => return None,
         })

@@ -94,7 +94,9 @@ pub fn traces_of(result: &GradeResult, lang: crate::i18n::Lang) -> LastTraces {
     let mut tests = Vec::new();
     for g in &result.groups {
         for t in &g.tests {
-            let Some(evidence) = &t.evidence else { continue };
+            let Some(evidence) = &t.evidence else {
+                continue;
+            };
             let bytes = serde_json::to_string(evidence.as_ref()).map_or(usize::MAX, |s| s.len());
             if size + bytes > MAX_TRACES_BYTES {
                 continue;
@@ -108,12 +110,20 @@ pub fn traces_of(result: &GradeResult, lang: crate::i18n::Lang) -> LastTraces {
             });
         }
     }
-    LastTraces { version: 1, seed: result.seed, tests }
+    LastTraces {
+        version: 1,
+        seed: result.seed,
+        tests,
+    }
 }
 
 /// Records the verdict of each graded group, keeping the other Labs' earlier verdicts, and the evidence
 /// of the failing tests.
-pub fn record(practice_dir: &Path, result: &GradeResult, lang: crate::i18n::Lang) -> std::io::Result<()> {
+pub fn record(
+    practice_dir: &Path,
+    result: &GradeResult,
+    lang: crate::i18n::Lang,
+) -> std::io::Result<()> {
     // The record goes into `.pi-course` itself, never where a link there points.
     if regular_file::is_link(&practice_dir.join(metadata::DIR)) {
         return Err(std::io::Error::other(format!(
@@ -144,7 +154,10 @@ pub fn record(practice_dir: &Path, result: &GradeResult, lang: crate::i18n::Lang
         last.labs.insert(g.group.lab.clone(), verdict);
     }
     let traces = serde_json::to_string(&traces_of(result, lang)).map_err(std::io::Error::other)?;
-    atomic_file::write(&practice_dir.join(metadata::DIR).join(TRACES), traces.as_bytes())?;
+    atomic_file::write(
+        &practice_dir.join(metadata::DIR).join(TRACES),
+        traces.as_bytes(),
+    )?;
     let json = serde_json::to_string_pretty(&last).map_err(std::io::Error::other)?;
     atomic_file::write(&path(practice_dir), json.as_bytes())
 }
@@ -213,7 +226,12 @@ mod tests {
             rendered: "error[E0308]".into(),
             errors: 1,
         };
-        record(dir.path(), &graded(Some(broken), false), crate::i18n::Lang::En).unwrap();
+        record(
+            dir.path(),
+            &graded(Some(broken), false),
+            crate::i18n::Lang::En,
+        )
+        .unwrap();
         let after = load(dir.path()).unwrap();
         assert_eq!(
             after.labs, passed.labs,

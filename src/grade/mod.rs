@@ -415,7 +415,13 @@ async fn build_and_run(
         };
         let name = chapter.track.test_name(group, &case.name);
         let instance = case.instance.to_string();
-        planned.insert(name.clone(), runner::Planned { instance, expected: case.expected });
+        planned.insert(
+            name.clone(),
+            runner::Planned {
+                instance,
+                expected: case.expected,
+            },
+        );
         names.push(name);
     }
     let mut envs = vec![("PI_COURSE_LANG".into(), opts.lang.code().into())];
@@ -477,7 +483,6 @@ async fn build_and_run(
     }
     Ok(())
 }
-
 
 /// The `grade` command: open, select, grade, report. Exit 0 pass, 1 fail or error, 2 bad input.
 pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode> {

@@ -143,9 +143,10 @@ impl TestResult {
     fn full_message(&self, lang: Lang) -> Option<String> {
         // Where the run stood when its process ended or ran out of time: the judge's reading of the
         // trace so far, which ends in that very step.
-        let so_far = self.evidence.as_ref().and_then(|e| {
-            crate::judge::compare::judge(&e.expected, &e.trace, lang.judge())
-        });
+        let so_far = self
+            .evidence
+            .as_ref()
+            .and_then(|e| crate::judge::compare::judge(&e.expected, &e.trace, lang.judge()));
         let with_output = |head: String, output: &str| {
             let head = match &so_far {
                 Some(judged) => format!("{head}\n{judged}"),

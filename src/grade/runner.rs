@@ -112,14 +112,22 @@ impl Runner {
             .iter()
             .filter_map(|n| self.cases.get(n).map(|c| (n.clone(), c.instance.clone())))
             .collect();
-        TestProcess::start(&self.command, &self.sandbox, &self.key, Orders(&tests), &envs)
+        TestProcess::start(
+            &self.command,
+            &self.sandbox,
+            &self.key,
+            Orders(&tests),
+            &envs,
+        )
     }
 
     /// The verdict on `name`'s trace: a pass when it is one the chapter allows, else the first
     /// divergence, explained.
     fn judge(&self, name: &str, trace: &[Value]) -> Outcome {
         let Some(case) = self.cases.get(name) else {
-            return Outcome::Failed { output: format!("no such test: {name}") };
+            return Outcome::Failed {
+                output: format!("no such test: {name}"),
+            };
         };
         match compare::judge(&case.expected, trace, self.lang) {
             None => Outcome::Passed,
@@ -130,7 +138,12 @@ impl Runner {
     /// What a test that did not pass expected and got, for `pi-course explain`.
     fn evidence(&self, name: &str, outcome: &Outcome, trace: Vec<Value>) -> Option<Arc<Evidence>> {
         let case = self.cases.get(name)?;
-        (*outcome != Outcome::Passed).then(|| Arc::new(Evidence { expected: case.expected.clone(), trace }))
+        (*outcome != Outcome::Passed).then(|| {
+            Arc::new(Evidence {
+                expected: case.expected.clone(),
+                trace,
+            })
+        })
     }
 
     /// Test processes alive at once: [`MAX_LIVE`], fewer when that many at the memory limit would not fit
@@ -228,7 +241,9 @@ impl Runner {
                     current = fresh.then(|| (test, Instant::now(), Trace::default()));
                     false
                 }
-                (Received::Record(Record::Step { test, step }), Some((running, _, trace))) if *running == test => {
+                (Received::Record(Record::Step { test, step }), Some((running, _, trace)))
+                    if *running == test =>
+                {
                     trace.push(step);
                     // What a loop does past the trace's bounds is noise: judge it now.
                     trace.full
@@ -237,16 +252,28 @@ impl Runner {
                     trace.overflow();
                     true
                 }
-                (Received::Record(Record::Finished { test }), Some((running, _, _))) => *running == test,
+                (Received::Record(Record::Finished { test }), Some((running, _, _))) => {
+                    *running == test
+                }
                 _ => false,
             };
             if done {
-                let Some((running, at, trace)) = current.take() else { continue };
+                let Some((running, at, trace)) = current.take() else {
+                    continue;
+                };
                 let outcome = self.judge(&running, &trace.steps);
                 judged.insert(running.clone());
                 let duration = at.elapsed();
                 let evidence = self.evidence(&running, &outcome, trace.steps);
-                jobs.push(Job::Done(running.clone(), TestResult { name: running, outcome, duration, evidence }));
+                jobs.push(Job::Done(
+                    running.clone(),
+                    TestResult {
+                        name: running,
+                        outcome,
+                        duration,
+                        evidence,
+                    },
+                ));
             }
         }
         process.group.kill();
@@ -333,11 +360,19 @@ impl Runner {
         let outcome = match status {
             None => {
                 steps.push(json!({ "kind": "timeout" }));
-                Outcome::TimedOut { after: self.timeout, output: printed }
+                Outcome::TimedOut {
+                    after: self.timeout,
+                    output: printed,
+                }
             }
             Some(status) => {
                 steps.push(json!({ "kind": "exit", "detail": format!("{status}") }));
-                super::outcome::ended_without_verdict(status, began, printed, self.sandbox.limits().memory)
+                super::outcome::ended_without_verdict(
+                    status,
+                    began,
+                    printed,
+                    self.sandbox.limits().memory,
+                )
             }
         };
         result(outcome, steps)
@@ -346,11 +381,20 @@ impl Runner {
 
 /// Follows one record of `name`'s process: `Some(true)` once its trace is finished, `Some(false)` once
 /// the channel closed.
-fn receive(name: &str, received: Option<Received>, trace: &mut Trace, began: &mut bool) -> Option<bool> {
+fn receive(
+    name: &str,
+    received: Option<Received>,
+    trace: &mut Trace,
+    began: &mut bool,
+) -> Option<bool> {
     match received {
         Some(Received::Record(Record::Started { test })) if test == name => *began = true,
-        Some(Received::Record(Record::Step { test, step })) if test == name && *began => trace.push(step),
-        Some(Received::Record(Record::Finished { test })) if test == name && *began => return Some(true),
+        Some(Received::Record(Record::Step { test, step })) if test == name && *began => {
+            trace.push(step)
+        }
+        Some(Received::Record(Record::Finished { test })) if test == name && *began => {
+            return Some(true)
+        }
         Some(Received::Oversized) if *began => trace.overflow(),
         Some(_) => {}
         None => return Some(false),
@@ -487,9 +531,11 @@ fn main() {
             memory: 256 << 20,
             ..Limits::default()
         };
-        let names: Vec<String> = ["passes", "fails", "aborts", "exits", "spins", "forges", "hogs", "floods", "giant"]
-            .map(|n| format!("g::{n}"))
-            .to_vec();
+        let names: Vec<String> = [
+            "passes", "fails", "aborts", "exits", "spins", "forges", "hogs", "floods", "giant",
+        ]
+        .map(|n| format!("g::{n}"))
+        .to_vec();
         // Each test expects one step, `{"kind": "<its name>"}`, and gets it as its instance.
         let cases = names
             .iter()

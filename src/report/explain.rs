@@ -10,15 +10,36 @@ use crate::ui::{cut, display_width, pad, Paint};
 /// The widest a column gets, so that two fit beside each other on an ordinary terminal.
 const COLUMN: usize = 48;
 
-/// The two timelines of `test`, headed by its name and the judge's message.
-pub fn render(test: &Explained, lang: Lang, paint: Paint) -> String {
+/// The two timelines of `test`, headed by its name, what it checks and the judge's message, and
+/// followed by the freedoms its expected trace grants (what the chapter leaves to you).
+pub fn render(
+    test: &Explained,
+    about: Option<&str>,
+    freedoms: &[(&str, String)],
+    lang: Lang,
+    paint: Paint,
+) -> String {
     let rows = timeline(&test.evidence.expected, &test.evidence.trace);
-    let mut out = format!("{}  (Lab {})\n\n", paint.bold(&test.name), test.lab);
+    let mut out = format!("{}  (Lab {})\n", paint.bold(&test.name), test.lab);
+    if let Some(about) = about {
+        out.push_str(&format!("{}\n", paint.dim(about)));
+    }
+    out.push('\n');
     for line in test.message.lines() {
         out.push_str(&format!("  {line}\n"));
     }
     out.push('\n');
     out.push_str(&table(&rows, lang, paint));
+    if !freedoms.is_empty() {
+        let head = match lang {
+            Lang::Zh => "本章在这里留给你的自由（其余每一处都必须相同）：",
+            Lang::En => "What the chapter leaves free here (everything else must be equal):",
+        };
+        out.push_str(&format!("\n{}\n", paint.dim(head)));
+        for (name, what) in freedoms {
+            out.push_str(&format!("  {}: {what}\n", paint.dim(name)));
+        }
+    }
     out
 }
 
@@ -35,7 +56,11 @@ pub fn table(rows: &[Row], lang: Lang, paint: Paint) -> String {
         .chain([display_width(left)])
         .max()
         .unwrap_or(0);
-    let mut out = format!("     {}  {}\n", pad(&paint.dim(left), width + paint.dim("").len()), paint.dim(right));
+    let mut out = format!(
+        "     {}  {}\n",
+        pad(&paint.dim(left), width + paint.dim("").len()),
+        paint.dim(right)
+    );
     let mut diverged = false;
     for (i, row) in rows.iter().enumerate() {
         let mark = if row.diverges { ">" } else { " " };
@@ -65,18 +90,34 @@ mod tests {
             {"after": [], "match": {"kind": "request", "n": 1}, "rule": "r"},
             {"after": [0], "match": {"kind": "event", "event": {"type": "turn_end", "reason": "stop"}}, "rule": "r"},
         ]}], "rules": {}});
-        let trace = vec![json!({"kind": "request", "n": 1}), json!({"kind": "request", "n": 2})];
+        let trace = vec![
+            json!({"kind": "request", "n": 1}),
+            json!({"kind": "request", "n": 2}),
+        ];
         let test = Explained {
             name: "plain_stop::x".into(),
             lab: "7.1".into(),
             message: "step 2 left the chapter's rules".into(),
             evidence: Evidence { expected, trace },
         };
-        let text = render(&test, Lang::En, Paint(false));
+        let text = render(
+            &test,
+            Some("what it checks"),
+            &[("skip-text", "any text".to_string())],
+            Lang::En,
+            Paint(false),
+        );
+        assert!(
+            text.contains("what it checks") && text.contains("skip-text: any text"),
+            "{text}"
+        );
         assert!(text.contains("expected (the chapter)"), "{text}");
         let marked: Vec<&str> = text.lines().filter(|l| l.starts_with('>')).collect();
         assert_eq!(marked.len(), 1, "{text}");
-        assert!(marked[0].contains("turn_end(stop)") && marked[0].contains("request #2"), "{text}");
-        assert!(render(&test, Lang::Zh, Paint(false)).contains("应为（本章）"));
+        assert!(
+            marked[0].contains("turn_end(stop)") && marked[0].contains("request #2"),
+            "{text}"
+        );
+        assert!(render(&test, None, &[], Lang::Zh, Paint(false)).contains("应为（本章）"));
     }
 }

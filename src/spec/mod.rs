@@ -28,6 +28,29 @@ pub struct Case {
 #[cfg(test)]
 pub const HAND_SEED: u64 = 7;
 
+/// What the scenario behind test `test` (a full test name of either track) checks, in a line.
+pub fn about(chapter: &str, test: &str) -> Option<String> {
+    let scenario = test.rsplit(['›', ':']).next()?.trim().replace(' ', "_");
+    cases(chapter, 0)?
+        .into_iter()
+        .find(|c| c.name == scenario)
+        .map(|c| c.about)
+}
+
+/// The freedoms an expected trace grants, for `explain`: each name, what it leaves free, and the
+/// chapter's words that grant it.
+pub fn freedoms_in(chapter: &str, expected: &Value) -> Vec<(&'static str, String)> {
+    if chapter != "07" {
+        return Vec::new();
+    }
+    let text = expected.to_string();
+    ch07::freedoms::FREEDOMS
+        .iter()
+        .filter(|f| text.contains(&format!("\"{}\"", f.name)))
+        .map(|f| (f.name, format!("{} (「{}」)", f.what, f.quote)))
+        .collect()
+}
+
 /// The cases of `chapter` drawn with `seed`; `None` for a chapter without a specification.
 pub fn cases(chapter: &str, seed: u64) -> Option<Vec<Case>> {
     match chapter {

@@ -66,7 +66,10 @@ mod tests {
     fn one_seed_draws_one_sequence_and_forks_are_independent() {
         let (mut a, mut b) = (Rng::new(7), Rng::new(7));
         assert_eq!(a.token(12), b.token(12));
-        assert_ne!(Rng::new(7).fork("x").token(8), Rng::new(7).fork("y").token(8));
+        assert_ne!(
+            Rng::new(7).fork("x").token(8),
+            Rng::new(7).fork("y").token(8)
+        );
         assert_ne!(Rng::new(7).token(8), Rng::new(8).token(8));
         let mut r = Rng::new(1);
         assert!((0..1000).all(|_| (3..=5).contains(&r.between(3, 5))));

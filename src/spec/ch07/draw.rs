@@ -16,8 +16,8 @@ use super::wire;
 use crate::spec::rng::Rng;
 
 const WORDS: &[&str] = &[
-    "lookup", "grep", "read", "write", "list", "fetch", "diff", "build", "search", "format", "count",
-    "patch", "probe", "index", "scan", "stat",
+    "lookup", "grep", "read", "write", "list", "fetch", "diff", "build", "search", "format",
+    "count", "patch", "probe", "index", "scan", "stat",
 ];
 const PHRASES: &[&str] = &[
     "Let me check that.",
@@ -115,7 +115,14 @@ impl<'r> Drawing<'r> {
 
         let max_steps = match &s.max_steps {
             None => Value::Null,
-            Some(MaxSteps::Named(_)) => json!(turns.len()),
+            Some(MaxSteps::Named(name)) => {
+                assert_eq!(
+                    name, "turns",
+                    "{}: max_steps is a number or \"turns\"",
+                    s.name
+                );
+                json!(turns.len())
+            }
             Some(MaxSteps::Count(c)) => json!(count(self.rng, Some(*c), 1)),
         };
         json!({
@@ -167,7 +174,9 @@ impl<'r> Drawing<'r> {
         match self.rng.between(0, 4) {
             0 => Value::Null,
             1 => json!({}),
-            2 => json!({ "lines": [1, 2, self.rng.between(3, 99)], "path": format!("/src/{}.rs", self.rng.token(4)) }),
+            2 => {
+                json!({ "lines": [1, 2, self.rng.between(3, 99)], "path": format!("/src/{}.rs", self.rng.token(4)) })
+            }
             3 => json!([self.rng.token(3), { "nested": { "ok": true } }]),
             _ => json!(self.rng.between(0, 1000)),
         }
@@ -210,7 +219,7 @@ impl<'r> Drawing<'r> {
             let arguments = json!({ "path": format!("/src/{}.rs", self.rng.token(4)), "limit": self.rng.between(1, 50) });
             calls.push(wire::tool_call(&id, &name, arguments));
         }
-        if via == "registry" || (t.same_name && via == "registry") {
+        if via == "registry" {
             for call in &calls {
                 let name = call["name"].as_str().unwrap_or_default().to_string();
                 if !self.registry.contains(&name) {
@@ -226,7 +235,8 @@ impl<'r> Drawing<'r> {
         } else {
             content.extend(calls.iter().cloned());
         }
-        let error_message = (stop_reason == "error").then(|| format!("provider failed: {}", self.rng.token(6)));
+        let error_message =
+            (stop_reason == "error").then(|| format!("provider failed: {}", self.rng.token(6)));
         let message = wire::assistant(content, stop_reason, error_message.as_deref());
         let events = self.events(&message, t.partial_differs);
 
@@ -247,10 +257,14 @@ impl<'r> Drawing<'r> {
                 if via == "unknown" {
                     continue;
                 }
-                let outcome = t.outcomes.get(i % t.outcomes.len().max(1)).map_or("ok", String::as_str);
+                let outcome = t
+                    .outcomes
+                    .get(i % t.outcomes.len().max(1))
+                    .map_or("ok", String::as_str);
                 let progress_count = count(self.rng, t.progress, 0);
-                let progress: Vec<Value> =
-                    (0..progress_count).map(|_| Value::Array(self.texts(1, 2))).collect();
+                let progress: Vec<Value> = (0..progress_count)
+                    .map(|_| Value::Array(self.texts(1, 2)))
+                    .collect();
                 let outcome = self.outcome(outcome, via, &id, &name);
                 let behaviour = json!({
                     "progress": progress,
@@ -260,11 +274,17 @@ impl<'r> Drawing<'r> {
                 });
                 let reference = match via {
                     "registry" => {
-                        self.tool_runs.entry(name.clone()).or_default().push(behaviour.clone());
+                        self.tool_runs
+                            .entry(name.clone())
+                            .or_default()
+                            .push(behaviour.clone());
                         format!("tool:{name}")
                     }
                     _ => {
-                        self.calls.entry(id.clone()).or_default().push(behaviour.clone());
+                        self.calls
+                            .entry(id.clone())
+                            .or_default()
+                            .push(behaviour.clone());
                         id.clone()
                     }
                 };
@@ -301,9 +321,13 @@ impl<'r> Drawing<'r> {
                 "debug": format!("DiskFull {{ device: {:?} }}", self.rng.token(7)),
             }}),
             ("panic", _) => json!({ "panic": format!("tool \"{}\" crashed", self.rng.token(6)) }),
-            ("throw_value", _) => json!({ "throw_value": format!("thrown \"value\" {}", self.rng.token(6)) }),
+            ("throw_value", _) => {
+                json!({ "throw_value": format!("thrown \"value\" {}", self.rng.token(6)) })
+            }
             (_, "registry") => json!({ "ok": { "content": content, "details": details } }),
-            (kind, _) => json!({ "ok": wire::tool_result(id, name, content, details, kind == "ok_error_result") }),
+            (kind, _) => {
+                json!({ "ok": wire::tool_result(id, name, content, details, kind == "ok_error_result") })
+            }
         }
     }
 
@@ -316,7 +340,9 @@ impl<'r> Drawing<'r> {
         // A tool's reports must reach the events while it runs: before it is released.
         for (_, id, reports) in &gated {
             if *reports > 0 {
-                self.plan.push(json!({ "wait": { "event": "tool_progress", "id": id, "count": reports } }));
+                self.plan.push(
+                    json!({ "wait": { "event": "tool_progress", "id": id, "count": reports } }),
+                );
             }
         }
         if t.abort_in_batch {
@@ -335,7 +361,8 @@ impl<'r> Drawing<'r> {
         }
         for (reference, id, _) in gated {
             self.plan.push(json!({ "release": reference }));
-            self.plan.push(json!({ "wait": { "event": "tool_end", "id": id } }));
+            self.plan
+                .push(json!({ "wait": { "event": "tool_end", "id": id } }));
         }
     }
 
@@ -357,7 +384,9 @@ impl<'r> Drawing<'r> {
             let draft = format!("draft {}", self.rng.token(5));
             let mut content = blocks.clone();
             content.push(wire::text(&draft));
-            events.push(json!({ "type": "text_delta", "delta": draft, "partial": partial(&content) }));
+            events.push(
+                json!({ "type": "text_delta", "delta": draft, "partial": partial(&content) }),
+            );
         }
         match message.get("errorMessage") {
             Some(error) => events.push(json!({ "type": "error", "message": error })),

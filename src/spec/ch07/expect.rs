@@ -18,7 +18,8 @@ pub const DEFAULT_MAX_STEPS: u64 = 32;
 /// What the caller writes into its context when a turn has `edit_context` (docs/JUDGE.md).
 pub const EDIT: &str = "edited by the caller";
 /// The length skip's text, the chapter's JSON example word for word.
-pub const LENGTH_TEXT: &str = "Tool call was not executed because the model response was truncated.";
+pub const LENGTH_TEXT: &str =
+    "Tool call was not executed because the model response was truncated.";
 
 /// The expected graph of `instance`, once per free path the run may take (the Lab 7.6 sibling).
 pub fn alternatives(instance: &Value) -> Vec<Vec<Value>> {
@@ -46,7 +47,13 @@ impl Graph {
         self.add_with(after, pattern, rule, json!({}))
     }
 
-    fn add_with(&mut self, after: &[usize], pattern: Value, rule: &str, path_rules: Value) -> usize {
+    fn add_with(
+        &mut self,
+        after: &[usize],
+        pattern: Value,
+        rule: &str,
+        path_rules: Value,
+    ) -> usize {
         let mut step = json!({ "after": after, "match": pattern, "rule": rule });
         if path_rules.as_object().is_some_and(|o| !o.is_empty()) {
             step["path_rules"] = path_rules;
@@ -104,7 +111,10 @@ impl Sim {
     fn new(instance: &Value) -> Sim {
         Sim {
             instance: instance.clone(),
-            graph: Graph { steps: Vec::new(), last: Vec::new() },
+            graph: Graph {
+                steps: Vec::new(),
+                last: Vec::new(),
+            },
             transcript: instance["caller"].as_array().cloned().unwrap_or_default(),
             caller_prompt: text_of(&instance["system_prompt"]),
             caller_messages: instance["caller"].as_array().cloned().unwrap_or_default(),
@@ -112,7 +122,11 @@ impl Sim {
             aborted: false,
             steps: 0,
             ended: false,
-            plan: instance["plan"].as_array().cloned().unwrap_or_default().into(),
+            plan: instance["plan"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into(),
             used: BTreeMap::new(),
             sibling: Sibling::Skipped,
             last_batch: 0,
@@ -131,10 +145,15 @@ impl Sim {
 
     fn run(&mut self) {
         if self.steps == 0 && self.graph.steps.is_empty() && self.instance["pre_abort"] == true {
-            self.graph.then(json!({ "kind": "driver", "action": "abort" }), "abort-boundaries");
+            self.graph.then(
+                json!({ "kind": "driver", "action": "abort" }),
+                "abort-boundaries",
+            );
             self.aborted = true;
         }
-        let max = self.instance["max_steps"].as_u64().unwrap_or(DEFAULT_MAX_STEPS);
+        let max = self.instance["max_steps"]
+            .as_u64()
+            .unwrap_or(DEFAULT_MAX_STEPS);
         while !self.ended {
             if self.aborted {
                 self.end("aborted", "abort-boundaries");
@@ -181,22 +200,34 @@ impl Sim {
         });
         self.graph.then_with(request, messages_rule, path_rules);
 
-        let turns = self.instance["turns"].as_array().cloned().unwrap_or_default();
-        let turn = turns.get(n as usize - 1).cloned().unwrap_or_else(|| {
-            json!({ "message": self.instance["exhausted"], "events": [], "paced": false })
-        });
+        let turns = self.instance["turns"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let turn = turns.get(n as usize - 1).cloned().unwrap_or_else(
+            || json!({ "message": self.instance["exhausted"], "events": [], "paced": false }),
+        );
         if turn["abort"] == true {
-            self.graph.then(json!({ "kind": "driver", "action": "abort" }), "abort-boundaries");
+            self.graph.then(
+                json!({ "kind": "driver", "action": "abort" }),
+                "abort-boundaries",
+            );
             self.aborted = true;
         }
         if turn["edit_context"] == true {
-            self.graph.then(json!({ "kind": "driver", "action": "edit_context" }), "caller-untouched");
+            self.graph.then(
+                json!({ "kind": "driver", "action": "edit_context" }),
+                "caller-untouched",
+            );
             self.edited = true;
             self.caller_prompt.push_str(EDIT);
             self.caller_messages.push(wire::user(EDIT));
         }
         for e in turn["events"].as_array().cloned().unwrap_or_default() {
-            self.emit(json!({ "type": "model_event", "event": e }), "forward-events");
+            self.emit(
+                json!({ "type": "model_event", "event": e }),
+                "forward-events",
+            );
         }
         if turn["paced"] == true && self.events() {
             let end = json!({ "kind": "driver", "action": "stream_end", "n": n });
@@ -204,7 +235,10 @@ impl Sim {
         }
         let message = turn["message"].clone();
         self.transcript.push(message.clone());
-        self.emit(json!({ "type": "assistant_message", "message": message }), "assistant-once");
+        self.emit(
+            json!({ "type": "assistant_message", "message": message }),
+            "assistant-once",
+        );
 
         let calls = wire::calls_of(&message);
         let reason = text_of(&message["stopReason"]);
@@ -273,10 +307,24 @@ impl Sim {
 
     /// Runs `calls` (skipping the positions in `skip`), returning their results in call order and
     /// leaving `graph.last` at the join of every lane and the test's part.
-    fn run_calls(&mut self, calls: &[Value], turn: u64, start: &[usize], skip: &[usize]) -> Vec<Value> {
+    fn run_calls(
+        &mut self,
+        calls: &[Value],
+        turn: u64,
+        start: &[usize],
+        skip: &[usize],
+    ) -> Vec<Value> {
         let multi = calls.len() - skip.len() > 1;
-        let begin_rule = if multi { "batch-at-once" } else { "tool-round-trip" };
-        let end_rule = if multi { "end-on-completion" } else { "tool-round-trip" };
+        let begin_rule = if multi {
+            "batch-at-once"
+        } else {
+            "tool-round-trip"
+        };
+        let end_rule = if multi {
+            "end-on-completion"
+        } else {
+            "tool-round-trip"
+        };
         let executor = self.instance["executor"] == true;
         let registered: Vec<String> = self.instance["tools"]
             .as_array()
@@ -334,10 +382,13 @@ impl Sim {
                 // need not come before the tool's next step (docs/JUDGE.md).
                 let mut forwarded: Vec<usize> = Vec::new();
                 for content in b["progress"].as_array().cloned().unwrap_or_default() {
-                    let report = json!({ "kind": "exec_progress", "ref": reference, "content": content });
+                    let report =
+                        json!({ "kind": "exec_progress", "ref": reference, "content": content });
                     lane = vec![self.graph.add(&lane, report, "progress-with-id")];
                     if self.events() {
-                        let step = event(json!({ "type": "tool_progress", "toolCallId": id, "content": content }));
+                        let step = event(
+                            json!({ "type": "tool_progress", "toolCallId": id, "content": content }),
+                        );
                         let after: Vec<usize> = lane.iter().chain(&forwarded).copied().collect();
                         forwarded = vec![self.graph.add(&after, step, "progress-with-id")];
                     }
@@ -385,7 +436,11 @@ impl Sim {
         multi: bool,
         end_rule: &str,
     ) -> Vec<usize> {
-        let release_rule = if multi { "batch-at-once" } else { "tool-round-trip" };
+        let release_rule = if multi {
+            "batch-at-once"
+        } else {
+            "tool-round-trip"
+        };
         let mut after: Vec<usize> = Vec::new();
         let mut joins = Vec::new();
         let mut first = true;
@@ -395,7 +450,10 @@ impl Sim {
                     break;
                 }
                 first = false;
-                after = refs.iter().filter_map(|r| gated.get(&text_of(r)).map(|g| g.0)).collect();
+                after = refs
+                    .iter()
+                    .filter_map(|r| gated.get(&text_of(r)).map(|g| g.0))
+                    .collect();
             } else if action.get("abort").is_some() {
                 let step = json!({ "kind": "driver", "action": "abort" });
                 after = vec![self.graph.add(&after, step, "abort-boundaries")];
@@ -425,7 +483,12 @@ impl Sim {
             } else if action["wait"]["event"] == "tool_progress" {
                 // The test waits until the call's reports reached the events, so they come before the
                 // release: "while the tool runs".
-                after.extend(progress_of.get(&text_of(&action["wait"]["id"])).into_iter().flatten());
+                after.extend(
+                    progress_of
+                        .get(&text_of(&action["wait"]["id"]))
+                        .into_iter()
+                        .flatten(),
+                );
             }
             self.plan.pop_front();
         }
@@ -437,8 +500,9 @@ impl Sim {
     /// a duplicate-call-id result, and the run ends error. Whether the unique sibling runs is free.
     fn duplicates(&mut self, calls: &[Value], turn: u64) {
         let ids: Vec<String> = calls.iter().map(|c| text_of(&c["id"])).collect();
-        let repeated: Vec<usize> =
-            (0..calls.len()).filter(|&i| ids.iter().filter(|x| **x == ids[i]).count() > 1).collect();
+        let repeated: Vec<usize> = (0..calls.len())
+            .filter(|&i| ids.iter().filter(|x| **x == ids[i]).count() > 1)
+            .collect();
         let unique: Vec<usize> = (0..calls.len()).filter(|i| !repeated.contains(i)).collect();
         let start = std::mem::take(&mut self.graph.last);
         let mut ends = Vec::new();
@@ -453,7 +517,10 @@ impl Sim {
             if self.events() {
                 let step = event(json!({ "type": "tool_skipped", "result": result }));
                 let path_rules = json!({ "event.result": "skipped-result" });
-                ends.push(self.graph.add_with(&start, step, "duplicate-ids", path_rules));
+                ends.push(
+                    self.graph
+                        .add_with(&start, step, "duplicate-ids", path_rules),
+                );
             }
             results[i] = Some(result);
         }
@@ -481,7 +548,11 @@ fn repeats_an_id(calls: &[Value]) -> bool {
 /// The rule a tool_end's result pins: passed through, or a failure turned into a result.
 fn result_rule(behaviour: Option<&Value>) -> &'static str {
     let outcome = behaviour.map(|b| &b["outcome"]);
-    match outcome.and_then(|o| o.as_object()).and_then(|o| o.keys().next()).map(String::as_str) {
+    match outcome
+        .and_then(|o| o.as_object())
+        .and_then(|o| o.keys().next())
+        .map(String::as_str)
+    {
         Some("ok") | None => "result-passes-through",
         Some(_) => "failure-paired",
     }
@@ -496,8 +567,13 @@ fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value 
     if let Some(ok) = outcome.get("ok") {
         return match executor {
             true => ok.clone(),
-            false => wire::tool_result(&id, &name, ok["content"].as_array().cloned().unwrap_or_default(),
-                                       ok["details"].clone(), false),
+            false => wire::tool_result(
+                &id,
+                &name,
+                ok["content"].as_array().cloned().unwrap_or_default(),
+                ok["details"].clone(),
+                false,
+            ),
         };
     }
     let (message, debug) = match outcome.as_object().and_then(|o| o.iter().next()) {
@@ -527,7 +603,13 @@ fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value 
 
 /// A call the driver had no behaviour for (it should never have run): the driver answers it at once.
 fn unplanned(id: &str, name: &str) -> Value {
-    wire::tool_result(id, name, vec![wire::text("unplanned call")], Value::Null, false)
+    wire::tool_result(
+        id,
+        name,
+        vec![wire::text("unplanned call")],
+        Value::Null,
+        false,
+    )
 }
 
 /// The skipped result of a call that must not run. Only length's text is the chapter's own; the

@@ -62,10 +62,16 @@ mod tests {
     fn every_freedom_quotes_the_chapter() {
         // The chapter's text, as the course publishes it; its line breaks and spaces are not words.
         let squeeze = |s: &str| s.split_whitespace().collect::<String>();
-        let chapter = squeeze(include_str!("../../../chapters/07-agent-loop/CHAPTER.zh.md"));
+        let chapter = squeeze(include_str!(
+            "../../../chapters/07-agent-loop/CHAPTER.zh.md"
+        ));
         for f in FREEDOMS {
             for part in f.quote.split('…').map(squeeze).filter(|p| !p.is_empty()) {
-                assert!(chapter.contains(&part), "{}: {part:?} is not in the chapter", f.name);
+                assert!(
+                    chapter.contains(&part),
+                    "{}: {part:?} is not in the chapter",
+                    f.name
+                );
             }
         }
     }

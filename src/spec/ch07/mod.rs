@@ -24,7 +24,13 @@ pub fn cases(seed: u64) -> Vec<Case> {
         .map(|s| {
             let instance = draw::draw(&s, &mut root.fork(&s.name));
             let expected = expected(&instance, &rules);
-            Case { name: s.name, group: s.group, about: s.about, instance, expected }
+            Case {
+                name: s.name,
+                group: s.group,
+                about: s.about,
+                instance,
+                expected,
+            }
         })
         .collect()
 }
@@ -44,7 +50,10 @@ fn expected(instance: &Value, rules: &Map<String, Value>) -> Value {
             }
         }
     }
-    let alternatives: Vec<Value> = alternatives.into_iter().map(|steps| json!({ "steps": steps })).collect();
+    let alternatives: Vec<Value> = alternatives
+        .into_iter()
+        .map(|steps| json!({ "steps": steps }))
+        .collect();
     json!({ "alternatives": alternatives, "rules": used })
 }
 
@@ -83,7 +92,10 @@ mod tests {
     /// A trace the expected graph allows: its steps in order, each freedom filled with a value it
     /// accepts. The comparison must accept it, and must reject it once any step is dropped.
     fn sample(expected: &Value) -> Vec<Value> {
-        let steps = expected["alternatives"][0]["steps"].as_array().cloned().unwrap_or_default();
+        let steps = expected["alternatives"][0]["steps"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         steps.iter().map(|s| fill(&s["match"])).collect()
     }
 
@@ -91,13 +103,18 @@ mod tests {
         match pattern {
             Value::Object(o) if o.contains_key("$text") => json!("not run"),
             Value::Object(o) if o.contains_key("$carries") => {
-                json!(format!("Tool failed: {}", o["$carries"].as_str().unwrap_or_default()))
+                json!(format!(
+                    "Tool failed: {}",
+                    o["$carries"].as_str().unwrap_or_default()
+                ))
             }
             Value::Object(o) if o.contains_key("$one_of") => fill(&o["$one_of"][0]),
             Value::Object(o) if o.contains_key("$bind") => fill(&o["$match"]),
             Value::Object(o) if o.contains_key("$any") => Value::Null,
             Value::Object(o) if o.contains_key("$absent_or") => fill(&o["$absent_or"]),
-            Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), fill(v))).collect()),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, v)| (k.clone(), fill(v))).collect())
+            }
             Value::Array(a) => Value::Array(a.iter().map(fill).collect()),
             other => other.clone(),
         }
@@ -119,7 +136,11 @@ mod tests {
                 for drop in [0, trace.len() / 2, trace.len() - 1] {
                     let mut short = trace.clone();
                     short.remove(drop);
-                    assert!(compare(&case.expected, &short).is_err(), "{}: step {drop} dropped", case.name);
+                    assert!(
+                        compare(&case.expected, &short).is_err(),
+                        "{}: step {drop} dropped",
+                        case.name
+                    );
                 }
             }
         }

@@ -97,7 +97,8 @@ pub struct TurnTemplate {
 
 /// Every scenario of the chapter, in file order (the order tests run and reports list them).
 pub fn all() -> Vec<Scenario> {
-    let file: File = toml::from_str(SCENARIOS).expect("chapters/07-agent-loop/scenarios.toml parses");
+    let file: File =
+        toml::from_str(SCENARIOS).expect("chapters/07-agent-loop/scenarios.toml parses");
     file.scenario
 }
 
@@ -134,17 +135,39 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), all.len(), "scenario names are unique");
         for s in &all {
-            assert!(GROUPS.contains(&s.group.as_str()), "{}: group {}", s.name, s.group);
-            assert!(s.name.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{}", s.name);
+            assert!(
+                GROUPS.contains(&s.group.as_str()),
+                "{}: group {}",
+                s.name,
+                s.group
+            );
+            assert!(
+                s.name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+                "{}",
+                s.name
+            );
             for t in &s.turns {
-                assert!(REPLIES.contains(&t.reply.as_str()), "{}: reply {}", s.name, t.reply);
+                assert!(
+                    REPLIES.contains(&t.reply.as_str()),
+                    "{}: reply {}",
+                    s.name,
+                    t.reply
+                );
                 for o in &t.outcomes {
                     assert!(OUTCOMES.contains(&o.as_str()), "{}: outcome {o}", s.name);
                 }
                 let via = t.via.as_deref().unwrap_or("executor");
-                assert!(["executor", "registry", "unknown"].contains(&via), "{}", s.name);
+                assert!(
+                    ["executor", "registry", "unknown"].contains(&via),
+                    "{}",
+                    s.name
+                );
                 let release = t.release.as_deref().unwrap_or("in_order");
-                assert!(["in_order", "reversed", "shuffled"].contains(&release), "{}", s.name);
+                assert!(
+                    ["in_order", "reversed", "shuffled"].contains(&release),
+                    "{}",
+                    s.name
+                );
             }
             if let Some(MaxSteps::Named(n)) = &s.max_steps {
                 assert_eq!(n, "turns", "{}", s.name);

@@ -23,7 +23,13 @@ pub fn tool_call(id: &str, name: &str, arguments: Value) -> Value {
     json!({ "type": "toolCall", "id": id, "name": name, "arguments": arguments })
 }
 
-pub fn tool_result(id: &str, name: &str, content: Vec<Value>, details: Value, is_error: bool) -> Value {
+pub fn tool_result(
+    id: &str,
+    name: &str,
+    content: Vec<Value>,
+    details: Value,
+    is_error: bool,
+) -> Value {
     json!({
         "role": "toolResult",
         "toolCallId": id,
@@ -37,5 +43,8 @@ pub fn tool_result(id: &str, name: &str, content: Vec<Value>, details: Value, is
 /// The calls of an assistant message, in the order the model wrote them.
 pub fn calls_of(message: &Value) -> Vec<Value> {
     let content = message["content"].as_array().cloned().unwrap_or_default();
-    content.into_iter().filter(|b| b["type"] == "toolCall").collect()
+    content
+        .into_iter()
+        .filter(|b| b["type"] == "toolCall")
+        .collect()
 }
