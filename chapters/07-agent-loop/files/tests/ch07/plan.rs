@@ -42,9 +42,13 @@ pub async fn run(scene: Arc<Scene>, plan: Vec<Action>) {
 fn holds(scene: &Scene, wait: &Wait) -> bool {
     match wait {
         Wait::AtGate { at_gate } => at_gate.iter().all(|gate| scene.gates.waiting(gate)),
-        Wait::Event { event, id, count } => scene
-            .trace
-            .read(|steps| steps.iter().filter(|step| is_event(step, *event, id)).count() >= *count),
+        Wait::Event { event, id, count } => scene.trace.read(|steps| {
+            steps
+                .iter()
+                .filter(|step| is_event(step, *event, id))
+                .count()
+                >= *count
+        }),
     }
 }
 
@@ -52,16 +56,28 @@ fn is_event(step: &Value, kind: EventKind, id: &str) -> bool {
     let event = &step["event"];
     step["kind"] == "event"
         && match kind {
-            EventKind::ToolEnd => event["type"] == "tool_end" && event["result"]["toolCallId"] == id,
-            EventKind::ToolProgress => event["type"] == "tool_progress" && event["toolCallId"] == id,
+            EventKind::ToolEnd => {
+                event["type"] == "tool_end" && event["result"]["toolCallId"] == id
+            }
+            EventKind::ToolProgress => {
+                event["type"] == "tool_progress" && event["toolCallId"] == id
+            }
         }
 }
 
 fn describe(wait: &Wait) -> String {
     match wait {
         Wait::AtGate { at_gate } => format!("at_gate {}", at_gate.join(", ")),
-        Wait::Event { event: EventKind::ToolEnd, id, .. } => format!("event tool_end {id}"),
-        Wait::Event { event: EventKind::ToolProgress, id, count } => {
+        Wait::Event {
+            event: EventKind::ToolEnd,
+            id,
+            ..
+        } => format!("event tool_end {id}"),
+        Wait::Event {
+            event: EventKind::ToolProgress,
+            id,
+            count,
+        } => {
             format!("event tool_progress {id} ({count})")
         }
     }

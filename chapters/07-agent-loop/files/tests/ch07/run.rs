@@ -13,9 +13,9 @@ use std::task::Poll;
 use std::thread;
 use std::time::Duration;
 
+use crate::RunLoop;
 use pi_course::agent_loop::{AgentContext, AgentLoopOptions, AgentRunResult};
 use pi_course::tool::{CancellationToken, ToolRegistry};
-use crate::RunLoop;
 use pi_course_harness::Sink;
 use serde_json::{json, Value};
 

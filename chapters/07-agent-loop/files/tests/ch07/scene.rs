@@ -83,7 +83,9 @@ impl Scene {
     pub fn calls(&self, call_id: &str, name: &str) -> Behavior<ToolResultMessage> {
         let n = self.invocation(call_id);
         let scripted = self.calls.get(call_id).and_then(|list| list.get(n));
-        scripted.cloned().unwrap_or_else(|| unscripted(unplanned_result(call_id, name)))
+        scripted
+            .cloned()
+            .unwrap_or_else(|| unscripted(unplanned_result(call_id, name)))
     }
 
     /// The behaviour of the registry tool `name`'s invocation that starts now.

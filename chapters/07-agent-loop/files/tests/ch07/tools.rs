@@ -174,7 +174,10 @@ pub fn unplanned_result(id: &str, name: &str) -> ToolResultMessage {
 
 /// A registry tool's output for an invocation it had no behaviour for.
 pub fn unplanned_output() -> ToolOk {
-    ToolOk { content: vec![ContentBlock::text(UNPLANNED)], details: Value::Null }
+    ToolOk {
+        content: vec![ContentBlock::text(UNPLANNED)],
+        details: Value::Null,
+    }
 }
 
 /// The text of those answers.
