@@ -1,5 +1,5 @@
-//! The class report in a real browser: headless Chromium (Debian's `chromium`, which `.ci/run` installs)
-//! opens `index.html` from disk, driven over the DevTools protocol on a pipe. The page's Lab rates and
+//! The class report in a real browser: headless Chromium (Debian's `chromium`, which `scripts/test.sh`
+//! installs) opens `index.html` from disk, driven over the DevTools protocol on a pipe. The page's Lab rates and
 //! rows must match `summary.json`, a learner's link must open their page, its script must run (sorting
 //! from the address), no script a learner smuggled in may run, and nothing may be fetched but the
 //! files themselves: every request the browser makes is recorded, every host name resolves to nowhere,
@@ -40,7 +40,8 @@ impl Browser {
     fn start() -> Browser {
         assert!(
             Path::new(CHROMIUM).exists(),
-            "{CHROMIUM} is missing: install Debian's chromium (`apt-get install -y chromium`; .ci/run does)"
+            "{CHROMIUM} is missing: run the tests with scripts/test.sh, which installs Debian's chromium \
+             (`apt-get install -y chromium`)"
         );
         let profile = tempfile::tempdir().unwrap();
         let (their_commands, commands) = std::io::pipe().unwrap();

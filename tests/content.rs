@@ -337,8 +337,8 @@ fn jump_to_definition_reaches_every_type_the_chapter_names() {
             return;
         }
         panic!(
-            "rust-analyzer is not installed: `rustup component add rust-analyzer` (CI does), or set \
-             {OPT_OUT}=1 to skip this test"
+            "rust-analyzer is not installed: run the tests with scripts/test.sh, which adds it \
+             (`rustup component add rust-analyzer`), or set {OPT_OUT}=1 to skip this test"
         );
     }
     let (_tmp, dir) = practice();

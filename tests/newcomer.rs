@@ -4,6 +4,8 @@
 mod support;
 
 use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use support::*;
 
@@ -316,4 +318,157 @@ fn the_first_grade_counts_the_crates_on_a_terminal() {
     assert!(counts.iter().any(|&n| n > 0), "{text}");
     assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
     assert!(text.contains(" crates"), "{text}");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// README.md's "Set up", as written
+// ---------------------------------------------------------------------------------------------------
+
+/// The commands of README.md's "Set up" section: its `sh` block, one command a line, without comments.
+fn set_up_commands() -> Vec<String> {
+    let readme = fs::read_to_string(repo().join("README.md")).unwrap();
+    let (_, section) = readme
+        .split_once("\n## Set up\n")
+        .expect("README.md has a \"Set up\" section");
+    let section = section.split("\n## ").next().unwrap();
+    let (_, block) = section
+        .split_once("```sh\n")
+        .expect("\"Set up\" shows its commands in a sh block");
+    let (block, _) = block.split_once("```").expect("the sh block ends");
+    block
+        .lines()
+        .map(|line| line.split(" #").next().unwrap().trim().to_string())
+        .filter(|line| !line.is_empty())
+        .collect()
+}
+
+/// A newcomer's environment: a home directory of their own, in which `~/.cargo/bin` is on PATH first (as
+/// rustup sets it up), and this machine's toolchain (its cargo and rustup homes, so nothing is downloaded
+/// again).
+fn newcomer(home: &Path, command: &str) -> Command {
+    let real_home = PathBuf::from(std::env::var_os("HOME").unwrap());
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| real_home.join(".cargo"));
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| real_home.join(".rustup"));
+    let path = format!(
+        "{}:{}",
+        home.join(".cargo/bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let mut cmd = Command::new("bash");
+    cmd.args(["-euo", "pipefail", "-c", command])
+        .current_dir(repo())
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", path)
+        .env("CARGO_HOME", cargo_home)
+        .env("RUSTUP_HOME", rustup_home)
+        // `cargo install` puts the tool where a newcomer's cargo would: their own ~/.cargo/bin.
+        .env("CARGO_INSTALL_ROOT", home.join(".cargo"))
+        .env("PI_COURSE_CACHE", cache())
+        .stdin(Stdio::null());
+    for name in ["RUSTUP_TOOLCHAIN", "LANG", ALLOW_UNSANDBOXED] {
+        if let Some(value) = std::env::var_os(name) {
+            cmd.env(name, value);
+        }
+    }
+    cmd
+}
+
+/// This build's target directory (`target/`), the parent of `CARGO_TARGET_TMPDIR`.
+fn target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The practice directories in `home`.
+fn practice_dirs(home: &Path) -> Vec<PathBuf> {
+    fs::read_dir(home)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.join(".pi-course/practice.toml").is_file())
+        .collect()
+}
+
+/// README.md's two set-up commands, parsed out of it and run as written in a fresh home directory: the
+/// first installs `pi-course` and makes a practice directory, which then grades; the second installs
+/// what the tests need (nothing, once this machine has it) and runs `cargo test` with the arguments it
+/// is given, here one small test. Bounded: the install builds in a target directory of its own, kept
+/// between runs, with the release profile unoptimised (the command is the README's, the build cheaper),
+/// and the grade uses the tests' shared build cache.
+#[test]
+fn the_readmes_set_up_commands_work_in_a_fresh_home() {
+    let commands = set_up_commands();
+    assert_eq!(
+        commands.len(),
+        2,
+        "\"Set up\" is two commands, the main job and the tests: {commands:?}"
+    );
+    let (install, tests) = (&commands[0], &commands[1]);
+    assert!(
+        install.starts_with("cargo install ") && install.contains("pi-course practice 07 "),
+        "the first command installs pi-course and makes a practice directory: {install}"
+    );
+    assert!(
+        tests.starts_with("scripts/test.sh"),
+        "the second command is the test script: {tests}"
+    );
+
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = newcomer(home.path(), install)
+        .env("CARGO_TARGET_DIR", target_dir().join("newcomer"))
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
+        .env("CARGO_PROFILE_RELEASE_INCREMENTAL", "true")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{install}\n{}", describe(&out));
+    let installed = home.path().join(".cargo/bin/pi-course");
+    assert!(installed.is_file(), "{install}\n{}", describe(&out));
+    let made = practice_dirs(home.path());
+    assert_eq!(
+        made.len(),
+        1,
+        "{install}: one practice directory in the home: {made:?}"
+    );
+
+    // The installed tool grades it: the skeleton fails every required group.
+    let out = newcomer(home.path(), "pi-course grade \"$1\" --format json")
+        .arg("grade")
+        .arg(&made[0])
+        .output()
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{}", describe(&out)));
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    for slug in REQUIRED {
+        assert_eq!(group_status(&report, slug), "fail", "{report:#}");
+    }
+
+    // The test script, as written, with one small test of this file as its arguments. It uses this
+    // build's own target directory, where that test is built already.
+    let one = "skeleton_prints_the_pristine_file_in_the_learners_language";
+    let script = format!("{tests} --test newcomer {one}");
+    let out = newcomer(home.path(), &script)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{script}\n{}", describe(&out));
+    for checked in [
+        "== chromium: ",
+        "== rust-analyzer: ",
+        "== node v",
+        "== cargo test --test newcomer",
+    ] {
+        assert!(text.contains(checked), "{script}: no {checked:?}\n{text}");
+    }
+    assert!(
+        text.contains(&format!("test {one} ... ok")) && text.contains("1 passed"),
+        "{script}\n{text}"
+    );
 }

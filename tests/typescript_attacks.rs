@@ -32,6 +32,7 @@ const PRELUDE: &str = r#"
 // ---- attack ----
 let STATE = "";
 let TRIED = 0;
+let REFUSED = 0;
 const THROUGH: string[] = [];
 function why(error: unknown): string {
   try {
@@ -43,12 +44,13 @@ function why(error: unknown): string {
 }
 function note(name: string, outcome: string): void {
   TRIED += 1;
+  if (outcome.startsWith("refused")) REFUSED += 1;
   STATE += `${name}: ${outcome}; `;
   if (!outcome.startsWith("refused") && outcome !== "kept") THROUGH.push(`${name}: ${outcome}`);
 }
 // Short enough to be shown whole where a test prints a value.
 function digest(): string {
-  return `tried ${TRIED}; through: ${THROUGH.length === 0 ? "none" : THROUGH.join("; ")}`;
+  return `tried ${TRIED}; refused ${REFUSED}; through: ${THROUGH.length === 0 ? "none" : THROUGH.join("; ")}`;
 }
 function tried(name: string, attempt: () => string): void {
   try {
@@ -378,10 +380,196 @@ function forge(): void {{
     assert_nothing_passed(&report);
     assert_required_fail(&report);
     let record = state(&report);
+    // The grader's descriptors are refused before a record is written; the loop's own output is not.
+    for fd in [4, 3] {
+        assert!(
+            record.contains(&format!("fd {fd}: refused (ERR_ACCESS_DENIED)")),
+            "fd {fd} was not refused: {record}"
+        );
+    }
+    assert!(record.contains("fd 1: wrote"), "{record}");
+}
+
+/// Every way JavaScript names a descriptor by number, tried on the grader's two (`fd N …`), and on
+/// stdout, which is the loop's own.
+#[test]
+fn the_graders_descriptors_are_refused_to_graded_code() {
+    let (_tmp, dir) = practice_ts();
+    let top = r#"import * as attackFs from "node:fs";
+import * as attackFsPromises from "node:fs/promises";
+import * as attackNet from "node:net";
+import * as attackTty from "node:tty";
+import * as attackDgram from "node:dgram";
+// What a refusal said, whole: the test shows it.
+function said(error: unknown): string {
+  return String((error as { message?: unknown })?.message ?? error).split("\n")[0];
+}
+function attempt(name: string, run: () => string): void {
+  try {
+    note(name, run());
+  } catch (error) {
+    note(name, `refused (${said(error)})`);
+  }
+}
+async function attemptAsync(name: string, run: () => Promise<string>): Promise<void> {
+  try {
+    note(name, await run());
+  } catch (error) {
+    note(name, `refused (${said(error)})`);
+  }
+}
+const FORGED = '{"key":"0","event":"passed","test":"x","message":null}\n';
+async function reach(): Promise<void> {
+  for (const fd of [4, 3]) {
+    attempt(`fd ${fd} writeSync`, () => `WROTE ${attackFs.writeSync(fd, FORGED)}`);
+    attempt(`fd ${fd} writevSync`, () => `WROTE ${attackFs.writevSync(fd, [Buffer.from(FORGED)])}`);
+    attempt(`fd ${fd} fstatSync`, () => `STAT ${attackFs.fstatSync(fd).mode}`);
+    attempt(`fd ${fd} readSync`, () => `READ ${attackFs.readSync(fd, Buffer.alloc(64))}`);
+    attempt(`fd ${fd} readFileSync`, () => `READ ${attackFs.readFileSync(fd, "utf8").length}`);
+    attempt(`fd ${fd} appendFileSync`, () => { attackFs.appendFileSync(fd, FORGED); return "WROTE"; });
+    attempt(`fd ${fd} closeSync`, () => { attackFs.closeSync(fd); return "CLOSED"; });
+    await attemptAsync(`fd ${fd} write`, () => new Promise((resolve, reject) => {
+      attackFs.write(fd, FORGED, (error) => (error ? reject(error) : resolve("WROTE")));
+    }));
+    attempt(`fd ${fd} createWriteStream`, () => { attackFs.createWriteStream("", { fd }).write(FORGED); return "WROTE"; });
+    attempt(`fd ${fd} net.Socket`, () => { new attackNet.Socket({ fd, readable: false, writable: true }).write(FORGED); return "WROTE"; });
+    attempt(`fd ${fd} tty.WriteStream`, () => { new attackTty.WriteStream(fd).write(FORGED); return "WROTE"; });
+    attempt(`fd ${fd} tty constructor`, () => { new (attackTty.WriteStream.prototype.constructor as any)(fd).write(FORGED); return "WROTE"; });
+    attempt(`fd ${fd} Pipe.open`, () => {
+      const Pipe = (process.stderr as any)._handle.constructor;
+      return `OPENED ${new Pipe(0).open(fd)}`;
+    });
+    await attemptAsync(`fd ${fd} dgram bind`, () => new Promise((resolve, reject) => {
+      const socket = attackDgram.createSocket("udp4");
+      socket.on("error", reject);
+      socket.bind({ fd }, () => resolve("BOUND"));
+    }));
+  }
+  await attemptAsync("FileHandle fd", async () => {
+    const handle = await attackFsPromises.open("package.json");
+    Object.defineProperty(handle, "fd", { value: 4 });
+    await handle.write(FORGED);
+    return "WROTE";
+  });
+  attempt("fd 1 writeSync", () => `wrote ${attackFs.writeSync(1, "the loop's own output\n")}`);
+}"#;
+    write_ts_loop(&dir, &on_skeleton(top, "await reach();"));
+    let (code, report) = grade_json(&dir, &["--group", "7.1"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    let record = state(&report);
+    for fd in [4, 3] {
+        for way in [
+            "writeSync",
+            "writevSync",
+            "fstatSync",
+            "readSync",
+            "readFileSync",
+            "appendFileSync",
+            "closeSync",
+            "write",
+            "createWriteStream",
+            "tty.WriteStream",
+            "tty constructor",
+            "Pipe.open",
+        ] {
+            let refusal = format!(
+                "fd {fd} {way}: refused (pi-course: descriptor {fd} belongs to the grader: graded code may not use it"
+            );
+            assert!(
+                record.contains(&refusal),
+                "not refused: fd {fd} {way}: {record}"
+            );
+        }
+        // net and dgram take only a socket's descriptor of their kind: the placeholder held at 3 is a
+        // file, and the verdict socket is no UDP socket.
+        for way in ["net.Socket", "dgram bind"] {
+            assert!(
+                record.contains(&format!("fd {fd} {way}: refused (")),
+                "not refused: fd {fd} {way}: {record}"
+            );
+        }
+    }
     assert!(
-        record.contains("fd 4: wrote"),
-        "the forged records reached the verdict socket: {record}"
+        record.contains("fd 4 net.Socket: refused (pi-course: descriptor 4 belongs to the grader"),
+        "{record}"
     );
+    assert!(
+        record.contains(
+            "FileHandle fd: refused (pi-course: fs.promises.open is not available to graded code)"
+        ),
+        "{record}"
+    );
+    assert!(record.contains("fd 1 writeSync: wrote "), "{record}");
+    assert!(
+        !["WROTE", "STAT", "READ", "CLOSED", "OPENED", "BOUND"]
+            .iter()
+            .any(|done| record.contains(&format!(": {done}"))),
+        "{record}"
+    );
+}
+
+/// Node's ways to list or watch the objects of the process, each tried (`NAME: …`).
+#[test]
+fn heap_inspection_is_refused_to_graded_code() {
+    let (_tmp, dir) = practice_ts();
+    let top = r#"import * as attackV8 from "node:v8";
+import * as attackInspector from "node:inspector";
+function inspect(): void {
+  tried("v8.queryObjects", () => `LISTED ${attackV8.queryObjects(Object, { format: "summary" }).length}`);
+  tried("v8.getHeapSnapshot", () => { attackV8.getHeapSnapshot(); return "LISTED"; });
+  tried("v8.writeHeapSnapshot", () => `LISTED ${attackV8.writeHeapSnapshot()}`);
+  tried("v8.setHeapSnapshotNearHeapLimit", () => { attackV8.setHeapSnapshotNearHeapLimit(1); return "LISTED"; });
+  tried("v8.promiseHooks", () => { attackV8.promiseHooks.onInit(() => {}); return "LISTED"; });
+  tried("v8.takeCoverage", () => { attackV8.takeCoverage(); return "LISTED"; });
+  tried("v8.setFlagsFromString", () => { attackV8.setFlagsFromString("--allow-natives-syntax"); return "LISTED"; });
+  tried("process.report", () => `LISTED ${JSON.stringify(process.report.getReport()).length}`);
+  tried("process.report.writeReport", () => `LISTED ${process.report.writeReport()}`);
+  tried("process._getActiveHandles", () => `LISTED ${(process as any)._getActiveHandles().length}`);
+  tried("process._getActiveRequests", () => `LISTED ${(process as any)._getActiveRequests().length}`);
+  tried("process._debugProcess", () => { (process as any)._debugProcess(process.pid); return "LISTED"; });
+  tried("inspector.Session", () => { new attackInspector.Session().connect(); return "LISTED"; });
+  tried("inspector.open", () => { attackInspector.open(0); return `LISTED ${attackInspector.url()}`; });
+  tried("SIGUSR1", () => { process.kill(process.pid, "SIGUSR1"); return "sent"; });
+  STATE += `inspector url: ${String(attackInspector.url())}; `;
+}"#;
+    write_ts_loop(&dir, &on_skeleton(top, "inspect();"));
+    let (code, report) = grade_json(&dir, &["--group", "7.1"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_built(&report);
+    assert_nothing_passed(&report);
+    let record = state(&report);
+    assert!(!record.contains("LISTED"), "{record}");
+    for name in [
+        "v8.queryObjects",
+        "v8.getHeapSnapshot",
+        "v8.writeHeapSnapshot",
+        "v8.setHeapSnapshotNearHeapLimit",
+        "v8.promiseHooks",
+        "v8.takeCoverage",
+        "v8.setFlagsFromString",
+        "process.report",
+        "process.report.writeReport",
+        "process._getActiveHandles",
+        "process._getActiveRequests",
+        "process._debugProcess",
+        "inspector.Session",
+        "inspector.open",
+    ] {
+        assert!(
+            record.contains(&format!("{name}: refused (")),
+            "{name} was not refused: {record}"
+        );
+    }
+    // Whatever the signal did, no inspector listens.
+    assert!(record.contains("inspector url: undefined;"), "{record}");
 }
 
 #[test]
@@ -557,6 +745,100 @@ fn clone_swap(phase: &str) -> String {
   return copy;
 }});"#
     )
+}
+
+/// The global bindings the test kit and the tests look up when they call them, replaced, as `PHASE …`: a
+/// JSON whose `parse` always gives the same value (which made any comparison of two parsed values pass),
+/// and stand-ins for the others that behave like them (so that, were they taken, the tests would still
+/// run and the JSON forgery decide).
+fn global_swaps(phase: &str) -> String {
+    format!(
+        r#"swap("{phase} globalThis.JSON", globalThis, "JSON", FORGED_JSON);
+tried("{phase} defineProperty globalThis.JSON", () => {{
+  Object.defineProperty(globalThis, "JSON", {{ value: FORGED_JSON, writable: true, configurable: true }});
+  return JSON === FORGED_JSON ? "CHANGED" : "kept";
+}});
+swap("{phase} globalThis.Promise", globalThis, "Promise", class extends ATTACK.Promise<unknown> {{}});
+swap("{phase} globalThis.Array", globalThis, "Array", new Proxy(ATTACK.Array, {{}}));
+swap("{phase} Array.from", ATTACK.Array, "from", (...args: any[]) => (ATTACK.from as any)(...args));
+swap("{phase} globalThis.Math", globalThis, "Math", Object.create(ATTACK.Math));
+swap("{phase} globalThis.Object", globalThis, "Object", new Proxy(ATTACK.Object, {{}}));
+swap("{phase} globalThis.performance", globalThis, "performance", {{ now: () => ATTACK.now() }});
+swap("{phase} performance.now", ATTACK.performance, "now", () => ATTACK.now());
+swap("{phase} globalThis.AbortController", globalThis, "AbortController", class extends ATTACK.AbortController {{}});
+tried("{phase} AbortSignal.prototype.aborted", () => {{
+  const aborted = Object.getOwnPropertyDescriptor(ATTACK.AbortSignal.prototype, "aborted")!;
+  Object.defineProperty(ATTACK.AbortSignal.prototype, "aborted", {{ ...aborted, get() {{ return aborted.get!.call(this); }} }});
+  return "CHANGED";
+}});
+swap("{phase} globalThis.structuredClone", globalThis, "structuredClone", (value: unknown) => ATTACK.structuredClone(value));
+swap("{phase} globalThis.setTimeout", globalThis, "setTimeout", (...args: any[]) => (ATTACK.setTimeout as any)(...args));"#
+    )
+}
+
+/// The globals as they were, and the forged JSON.
+const GLOBALS_TAKEN: &str = r#"const ATTACK = {
+  Promise, Array, from: Array.from, Math, Object, performance, now: performance.now.bind(performance),
+  AbortController, AbortSignal, structuredClone, setTimeout,
+};
+const FORGED_FIXED = { forged: true };
+const FORGED_JSON = { parse: (_text: string) => FORGED_FIXED, stringify: (_value: unknown) => "{}" };"#;
+
+#[test]
+/// With the global bindings writable, replacing `JSON` alone made a 7.3 test pass with no loop at all.
+/// Here the loop is no loop either: it returns at once, with a transcript that holds what the attack did.
+fn the_global_bindings_cannot_be_replaced() {
+    let (_tmp, dir) = practice_ts();
+    let import = global_swaps("import");
+    let run = global_swaps("run");
+    let no_loop = format!(
+        "{run}
+  return {{ reason: \"length\", steps: 1, messages: [{{ role: \"assistant\", content: [{{ type: \"text\", text: \"ATTACK-RAN[\" + digest() + \"]\" }}], stopReason: \"stop\" }}] }} as any;"
+    );
+    let code = format!(
+        "{}{PRELUDE}{GLOBALS_TAKEN}\n{import}\n",
+        ts_starting_with(&ts_skeleton(), &no_loop)
+    );
+    write_ts_loop(&dir, &code);
+    // A generous timeout: nothing here waits, and a loaded machine must not turn a failure into a timeout.
+    let (code, report) = grade_json(&dir, &["--timeout", "30"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_built(&report);
+    // The test the JSON forgery passed compares two parsed values: it fails, showing the attack's record.
+    let wire = report_tests(&report)
+        .into_iter()
+        .map(|(_, t)| t)
+        .find(|t| t["name"].as_str().unwrap().contains("wire example"))
+        .unwrap_or_else(|| panic!("no wire example test: {report:#}"));
+    assert_eq!(
+        wire["status"], "fail",
+        "the forged JSON passed it: {wire:#}"
+    );
+    // The digest holds no `]` while nothing got through.
+    let message = wire["message"].as_str().unwrap_or_default();
+    let digest = message
+        .split_once("ATTACK-RAN[")
+        .and_then(|(_, rest)| rest.split(']').next())
+        .unwrap_or_else(|| panic!("its message does not show the attack ran: {wire:#}"));
+    // "tried N; refused M; through: none": both phases ran (a later test of the same process adds to N),
+    // and every attempt was refused (an assignment to a fixed binding throws in a module).
+    let numbers: Vec<usize> = digest
+        .split(';')
+        .take(2)
+        .map(|part| part.split_whitespace().last().unwrap().parse().unwrap())
+        .collect();
+    let attempts = attempts(&import) + attempts(&run);
+    assert!(numbers[0] >= attempts, "not every attempt ran: {digest}");
+    assert_eq!(
+        numbers[0], numbers[1],
+        "an attempt was not refused: {digest}"
+    );
+    assert!(digest.ends_with("through: none"), "{digest}");
+    // No loop, so nothing passes.
+    assert_eq!(code, 1, "{report:#}");
+    assert_nothing_passed(&report);
 }
 
 #[test]

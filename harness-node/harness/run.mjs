@@ -19,10 +19,11 @@
 //   the list is sealed before one line of learner code runs: no test can be added, removed or replaced.
 // - Each test body gets its step writer as an argument and keeps it in its own scope; a writer accepts
 //   steps only while its test runs.
-// - The modules the tests rely on (the course code, the test kit, node:assert, node:util) and the
-//   globals they call are frozen before the first test runs, so learner code cannot rewrite what the
-//   driver records with. Node's ways to look into its own process (heap snapshots, vm, V8 flags, loader
-//   hooks) are refused.
+// - The modules the tests rely on (the course code, the test kit, node:assert, node:util) are frozen,
+//   and every global binding is fixed, before the first test runs, so learner code cannot rewrite what
+//   the driver records with (lockdown.mjs). Node's ways to look into its own process (heap snapshots,
+//   queryObjects, vm, V8 flags, loader hooks, reports) are refused.
+// - No JavaScript API reaches descriptors 3 and 4 any more once the orders are read (lockdown.mjs).
 // - node runs with the permission model: no child processes, workers, inspector or native addons, and
 //   reads only of the compiled code and the test data. The grader's sandbox confines the process besides.
 
@@ -30,6 +31,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createRequire, syncBuiltinESMExports } from "node:module";
+import { guardDescriptors, lockGlobals } from "./lockdown.mjs";
 
 // Taken before any other code runs (see above).
 const { writeSync, readFileSync, closeSync, readdirSync } = fs;
@@ -69,6 +71,7 @@ function fail(reason) {
 if (typeof key !== "string" || key.length < 32 || mode !== "run") {
   fail("no orders on descriptor 3: this file is run by `pi-course grade`; by hand, use `node --test`");
 }
+guardDescriptors([ORDERS_FD, VERDICTS_FD]);
 
 // Registration: open while the test files load, sealed before any test runs.
 const tests = new Map();
@@ -133,32 +136,40 @@ function modulesIn(dir, suffix) {
 }
 
 // Node's ways to look into this process from inside it. A heap snapshot holds every string, the key
-// included; vm compiles code under any file name; V8 flags undo the ones this process started with.
-// The permission model already refuses the inspector, child processes, workers and addons.
+// included; queryObjects lists every live object of a class, promise hooks every promise made, a report
+// and the active handles the process's descriptors and timers; vm compiles code under any file name; V8
+// flags undo the ones this process started with. The permission model already refuses the inspector,
+// child processes, workers and addons. (Heap statistics stay: they are counts, not contents.)
 const builtin = createRequire(import.meta.url);
+function refusal(what) {
+  return function refused() {
+    throw new Error(`pi-course: ${what} is not available to graded code`);
+  };
+}
 function refuse(moduleName, names) {
   const exports = builtin(moduleName);
   for (const name of names) {
     if (name in exports) {
-      Object.defineProperty(exports, name, {
-        value: function refused() {
-          throw new Error(`pi-course: ${moduleName}.${name} is not available to graded code`);
-        },
-        writable: false,
-        configurable: false,
-      });
+      const what = `${moduleName}.${name}`;
+      const current = exports[name];
+      // An object of functions (v8.promiseHooks, process.report) becomes one whose every member refuses.
+      const value =
+        typeof current === "object" && current !== null
+          ? Object.freeze(Object.fromEntries(Object.keys(current).map((key) => [key, refusal(`${what}.${key}`)])))
+          : refusal(what);
+      Object.defineProperty(exports, name, { value, writable: false, configurable: false });
     }
   }
 }
-refuse("node:v8", ["getHeapSnapshot", "writeHeapSnapshot", "setFlagsFromString", "setHeapSnapshotNearHeapLimit"]);
+refuse("node:v8", [
+  "getHeapSnapshot", "writeHeapSnapshot", "setFlagsFromString", "setHeapSnapshotNearHeapLimit", "queryObjects",
+  "promiseHooks", "takeCoverage", "stopCoverage",
+]);
+refuse("node:process", ["report", "_getActiveHandles", "_getActiveRequests", "_debugProcess", "_debugEnd"]);
 refuse("node:vm", ["Script", "createContext", "runInContext", "runInNewContext", "runInThisContext", "compileFunction", "measureMemory", "SourceTextModule", "SyntheticModule"]);
 refuse("node:trace_events", ["createTracing"]);
 refuse("node:module", ["register"]);
 syncBuiltinESMExports();
-const LOCKED_GLOBALS = [
-  "structuredClone", "setTimeout", "clearTimeout", "setInterval", "clearInterval", "setImmediate",
-  "clearImmediate", "queueMicrotask",
-];
 const HARDENED_MODULES = ["node:assert", "node:assert/strict", "node:util", "node:async_hooks"];
 
 const given = [];
@@ -175,14 +186,10 @@ try {
 }
 sealed = true;
 for (const namespace of given) harden(namespace);
-// The globals the course code and the tests call, and the built-in modules they check with: fixed
-// before any learner code runs. (Node's own classes such as EventEmitter are left alone: freezing
-// their prototypes would break node itself.)
-for (const name of LOCKED_GLOBALS) {
-  const value = globalThis[name];
-  Object.defineProperty(globalThis, name, { value, writable: false, configurable: false });
-  harden(value);
-}
+// Every global binding, and the built-in modules the tests check with: fixed before any learner code
+// runs. (Node's own classes such as EventEmitter are left alone: freezing their prototypes would break
+// node itself.)
+lockGlobals(harden);
 for (const moduleName of HARDENED_MODULES) harden(builtin(moduleName));
 
 /** The text of whatever a test threw, without running learner code that could hang or throw again. */
