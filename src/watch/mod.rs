@@ -104,6 +104,7 @@ struct State {
     graded_at: Option<String>,
     queued: bool,
     show_hint: bool,
+    show_explain: bool,
     /// The slug of the first Lab not passing in the latest grade that ran the tests.
     working_on: Option<String>,
     frame: usize,
@@ -131,6 +132,7 @@ impl<'a> Fixed<'a> {
             grading: grading && self.tty,
             queued: state.queued,
             show_hint: state.show_hint,
+            show_explain: state.show_explain,
             working_on: state.working_on.as_deref(),
             keys: self.keys,
             mode: self.mode,
@@ -160,6 +162,7 @@ async fn watch(practice: &Practice, lang: Lang, opts: &GradeOptions, poll: bool,
         graded_at: None,
         queued: false,
         show_hint: false,
+        show_explain: false,
         working_on: None,
         frame: 0,
     };
@@ -253,6 +256,12 @@ async fn watch(practice: &Practice, lang: Lang, opts: &GradeOptions, poll: bool,
                     }
                     Some(Key::Hint) => {
                         state.show_hint = !state.show_hint;
+                        state.show_explain = false;
+                        Then::Redraw
+                    }
+                    Some(Key::Explain) => {
+                        state.show_explain = !state.show_explain;
+                        state.show_hint = false;
                         Then::Redraw
                     }
                     Some(Key::Regrade) => Then::Grade,

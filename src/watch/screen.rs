@@ -52,6 +52,8 @@ pub struct View<'a> {
     pub queued: bool,
     /// The hint for the current Lab is open.
     pub show_hint: bool,
+    /// The first failing test's timelines are open (`e`, as `pi-course explain` shows them).
+    pub show_explain: bool,
     /// The slug of the first Lab not passing in the latest grade that ran the tests.
     pub working_on: Option<&'a str>,
     /// Keys are read (stdin is a terminal).
@@ -151,6 +153,16 @@ pub fn render(
                 }
             }
             None => bottom.push(lang.t("watch-hint-none", &[])),
+        }
+    }
+    if view.show_explain {
+        bottom.push(String::new());
+        match view.result.and_then(|r| first_explained(r, lang)) {
+            Some(test) => {
+                let text = crate::report::explain::render(&test, None, &[], lang, paint);
+                bottom.extend(text.lines().map(|l| truncate(l, width)));
+            }
+            None => bottom.push(lang.t("explain-nothing-failed", &[])),
         }
     }
     bottom.push(String::new());
@@ -351,6 +363,21 @@ fn next_step(view: &View<'_>) -> String {
     }
 }
 
+/// The first test of `result` that did not pass, with what it expected and got.
+fn first_explained(result: &GradeResult, lang: Lang) -> Option<crate::grade::last::Explained> {
+    result.groups.iter().find_map(|g| {
+        g.tests.iter().find_map(|t| {
+            let evidence = t.evidence.as_ref()?;
+            Some(crate::grade::last::Explained {
+                name: t.name.clone(),
+                lab: g.group.lab.clone(),
+                message: t.message(lang).unwrap_or_default(),
+                evidence: evidence.as_ref().clone(),
+            })
+        })
+    })
+}
+
 fn footer(view: &View<'_>) -> String {
     let lang = view.lang;
     let files = view.chapter.editable.join(", ");
@@ -440,6 +467,7 @@ mod tests {
             grading: false,
             queued: false,
             show_hint: false,
+            show_explain: false,
             working_on: None,
             keys: true,
             mode: &Mode::Events,
@@ -470,6 +498,32 @@ mod tests {
         assert!(text.contains("下一步：Lab 7.2"), "{text}");
         assert!(text.contains("按 h"), "{text}");
         assert!(lines[1].contains("12:03:04"), "{text}");
+    }
+
+    #[test]
+    fn e_opens_the_first_failing_tests_timelines() {
+        let ch = &Catalog::chapter_07();
+        let mut r = result(ch, &["plain-stop"]);
+        let expected = serde_json::json!({"alternatives": [{"steps": [
+            {"after": [], "match": {"kind": "request", "n": 1}, "rule": "r"},
+        ]}], "rules": {}});
+        let trace = vec![serde_json::json!({"kind": "hang"})];
+        let evidence = crate::grade::outcome::Evidence { expected, trace };
+        r.groups[1].tests[0].evidence = Some(std::sync::Arc::new(evidence));
+        let mut v = view(ch, Some(&r), Lang::En);
+        let closed = render(&v, None, 0, 100, 60).join("\n");
+        assert!(!closed.contains("expected (the chapter)"), "{closed}");
+        v.show_explain = true;
+        let text = render(&v, None, 0, 100, 60).join("\n");
+        assert!(
+            text.contains("expected (the chapter)") && text.contains("single_tool::first"),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with('>') && l.contains("request #1") && l.contains("hang")),
+            "{text}"
+        );
     }
 
     #[test]

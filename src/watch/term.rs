@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Key {
     Hint,
+    Explain,
     Regrade,
     Quit,
 }
@@ -126,6 +127,7 @@ pub fn keys() -> mpsc::UnboundedReceiver<Key> {
                 for &byte in &buf[..n] {
                     let key = match byte {
                         b'h' | b'H' => Key::Hint,
+                        b'e' | b'E' => Key::Explain,
                         b'r' | b'R' => Key::Regrade,
                         b'q' | b'Q' => Key::Quit,
                         // An escape sequence (an arrow key, a function key): ignore the rest of it.
