@@ -444,6 +444,8 @@ struct TestFailure {
     name: String,
     status: String,
     message: String,
+    /// The expected and the actual timeline side by side (`pi-course explain`), when the test ran.
+    timeline: Option<String>,
 }
 
 /// A learner's own page: their groups, every failure with its message, and the build's output when
@@ -451,6 +453,7 @@ struct TestFailure {
 pub fn learner(
     row: &Row,
     report: &Value,
+    timelines: &BTreeMap<String, String>,
     lang: Lang,
     title: &str,
     chapter: &str,
@@ -498,6 +501,7 @@ pub fn learner(
                     name: text(&t["name"]),
                     status: text(&t["status"]),
                     message: text(&t["message"]),
+                    timeline: timelines.get(&text(&t["name"])).cloned(),
                 })
                 .collect(),
         })

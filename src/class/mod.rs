@@ -609,12 +609,23 @@ fn finish(
         junit.as_bytes(),
         &mut state.unwritten,
     );
+    // Each failing test's expected and actual timelines, as `pi-course explain` shows them.
+    let timelines: BTreeMap<String, String> = crate::grade::last::traces_of(&result, lang)
+        .tests
+        .iter()
+        .map(|t| {
+            let rows = crate::judge::compare::timeline(&t.evidence.expected, &t.evidence.trace);
+            let text = report::explain::table(&rows, lang, crate::ui::Paint(false));
+            (t.name.clone(), text)
+        })
+        .collect();
     let page = serde_json::from_str(&json)
         .map_err(|e| e.to_string())
         .and_then(|report| {
             html::learner(
                 &row,
                 &report,
+                &timelines,
                 lang,
                 class.chapter.title.get(lang),
                 &class.chapter.id,
