@@ -8,10 +8,18 @@
 //! overhead); the first grade of a fresh directory against a warm re-grade; and where an edit's time goes
 //! (cargo's own start, rustc of the learner's crate, rustc + link of the test crate, running the tests).
 //!
+//! Also the judge's own cost: every test's recorded trace (the reference's, on the practice directory's
+//! fixed instances) compared with its expected trace, in process, against the edit-to-verdict time.
+//!
 //! Environment: `BENCH_RUNS` (default 7); `PI_COURSE_CACHE` (default: the test suite's cache, so
 //! dependencies are usually built already).
 
 mod common;
+
+// The grader's comparison, compiled here as the grader compiles it.
+#[allow(dead_code)]
+#[path = "../harness/src/judge.rs"]
+mod judge;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -201,6 +209,53 @@ fn timings(build: &Path) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// The median time to judge every test of one grade: the reference's traces, recorded by hand on the
+/// practice directory's fixed instances (`PI_COURSE_TRACE=1`), compared with their expected traces.
+fn judge_cost(dir: &Path, target: &Path, n: usize) -> Duration {
+    let out = Command::new("cargo")
+        .args(["test", "-q", "--test", "ch07"])
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target)
+        .env("PI_COURSE_TRACE", "1")
+        .output()
+        .expect("cargo test runs");
+    let mut traces: std::collections::BTreeMap<String, Vec<serde_json::Value>> = Default::default();
+    for line in String::from_utf8_lossy(&out.stderr).lines() {
+        let Some((name, step)) = line.strip_prefix('[').and_then(|l| l.split_once("] ")) else {
+            continue;
+        };
+        if let Ok(step) = serde_json::from_str(step) {
+            traces.entry(name.to_string()).or_default().push(step);
+        }
+    }
+    let fixture = fs::read_to_string(dir.join("tests/ch07/expected.json")).unwrap();
+    let fixture: serde_json::Value = serde_json::from_str(&fixture).unwrap();
+    let cases: Vec<(serde_json::Value, Vec<serde_json::Value>)> = fixture["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| {
+            let name = format!(
+                "{}::{}",
+                t["group"].as_str()?.replace('-', "_"),
+                t["name"].as_str()?
+            );
+            Some((t["expected"].clone(), traces.remove(&name)?))
+        })
+        .collect();
+    assert!(cases.len() > 50, "traces recorded for {} tests", cases.len());
+    let rounds = (0..n.max(5))
+        .map(|_| {
+            let started = std::time::Instant::now();
+            for (expected, trace) in &cases {
+                assert!(judge::compare(expected, trace).is_ok(), "the reference passes");
+            }
+            started.elapsed()
+        })
+        .collect();
+    median(rounds)
+}
+
 fn main() {
     // `cargo bench` passes --bench; accept and ignore harness arguments.
     let n = runs();
@@ -254,6 +309,9 @@ fn main() {
         first_step(&fresh_dir);
         first_edit.push(grade(&fresh_dir, false));
     }
+
+    // The judge's share: the traces of one whole grade compared with their expected traces.
+    let judging = judge_cost(&dir, &bare_target, n);
 
     // Where the time of one edit goes, measured in the grader's own build directory.
     // A grade with nothing to rebuild: cargo's check, then listing and running the tests.
@@ -328,6 +386,16 @@ fn main() {
         "{:<44} {:>9.2}x   <= 1.10x",
         "sandbox cost (grade / grade --sandbox off)",
         ratio(&regrade, &unsandboxed)
+    );
+    println!(
+        "{:<44} {:>10}",
+        "judging every test of one grade",
+        format!("{:.1} ms", judging.as_secs_f64() * 1e3)
+    );
+    println!(
+        "{:<44} {:>9.1}%   <= 5%",
+        "judging / edit-to-verdict",
+        100.0 * judging.as_secs_f64() / r.as_secs_f64()
     );
     println!("{:<44} {:>10}", "fresh directory, first grade", secs(f));
     println!(
