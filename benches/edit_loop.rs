@@ -243,12 +243,19 @@ fn judge_cost(dir: &Path, target: &Path, n: usize) -> Duration {
             Some((t["expected"].clone(), traces.remove(&name)?))
         })
         .collect();
-    assert!(cases.len() > 50, "traces recorded for {} tests", cases.len());
+    assert!(
+        cases.len() > 50,
+        "traces recorded for {} tests",
+        cases.len()
+    );
     let rounds = (0..n.max(5))
         .map(|_| {
             let started = std::time::Instant::now();
             for (expected, trace) in &cases {
-                assert!(judge::compare(expected, trace).is_ok(), "the reference passes");
+                assert!(
+                    judge::compare(expected, trace).is_ok(),
+                    "the reference passes"
+                );
             }
             started.elapsed()
         })

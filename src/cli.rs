@@ -250,9 +250,9 @@ impl From<LimitArgs> for crate::grade::Limits {
     }
 }
 
-impl From<GradeArgs> for crate::grade::GradeRequest {
+impl From<GradeArgs> for crate::commands::grade::GradeRequest {
     fn from(args: GradeArgs) -> Self {
-        crate::grade::GradeRequest {
+        crate::commands::grade::GradeRequest {
             dir: args.dir,
             groups: args.groups,
             format: args.format,

@@ -6,6 +6,7 @@ mod catalog;
 mod class;
 mod classroom;
 mod cli;
+mod commands;
 mod error;
 mod explain;
 mod grade;
@@ -66,7 +67,7 @@ fn main() -> ExitCode {
             classroom,
             track,
         } => practice::run(&catalog, lang, &chapter, track.into(), dir, classroom),
-        Command::Grade(args) => grade::run(&catalog, lang, args.into()),
+        Command::Grade(args) => commands::grade::run(&catalog, lang, args.into()),
         Command::GradeClass(args) => class::run(&catalog, lang, args.into()),
         Command::List => list::run(&catalog, lang),
         Command::Skeleton { chapter, track } => {

@@ -41,8 +41,8 @@ use std::rc::Rc;
 
 use crate::catalog::{Catalog, Chapter};
 use crate::error::{Result, UserError};
+use crate::grade::outcome::MAX_EDITABLE_BYTES;
 use crate::grade::outcome::{format_points, Problem};
-use crate::grade::prepare::MAX_EDITABLE_BYTES;
 use crate::grade::{self, GradeOptions, GradeResult};
 use crate::i18n::Lang;
 use crate::metadata::Practice;

@@ -23,7 +23,7 @@ pub use protocol::Record;
 
 use super::bounded_lines::BoundedLines;
 use super::bounds::RECORD_BYTES;
-use super::toolchain::TestCommand;
+use super::test_command::TestCommand;
 use crate::process::{self, Captured, ProcessGroup};
 use crate::sandbox::{Sandbox, TestPaths};
 

@@ -16,19 +16,18 @@ pub mod node;
 pub mod outcome;
 pub mod prepare;
 pub mod runner;
+pub mod test_command;
 pub mod toolchain;
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use crate::catalog::{Catalog, Chapter, Group};
+use crate::cache;
+use crate::catalog::{Chapter, Group};
 use crate::error::{Result, UserError};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
-use crate::report::Format;
 use crate::sandbox::Sandbox;
-use crate::{atomic_file, cache, report};
 
 pub use outcome::{GradeResult, GroupResult, Problem, Status, Warning};
 
@@ -104,19 +103,6 @@ pub struct Limits {
     pub cache: Option<PathBuf>,
     /// `--seed`: the instances' seed, to replay a grade; `None`: fresh ones.
     pub seed: Option<u64>,
-}
-
-/// What `pi-course grade` was asked to do.
-#[derive(Debug, Clone)]
-pub struct GradeRequest {
-    pub dir: PathBuf,
-    /// `--group` queries: slug, name or Lab number.
-    pub groups: Vec<String>,
-    pub format: Format,
-    pub junit: Option<PathBuf>,
-    /// With Gradescope's format: one entry per test.
-    pub per_test: bool,
-    pub limits: Limits,
 }
 
 impl GradeOptions {
@@ -482,74 +468,4 @@ async fn build_and_run(
         }
     }
     Ok(())
-}
-
-/// The `grade` command: open, select, grade, report. Exit 0 pass, 1 fail or error, 2 bad input.
-pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode> {
-    let practice = Practice::open(catalog, lang, &args.dir)?;
-    let groups = select_groups(&practice.chapter, &args.groups, lang)?;
-    prepare::check_editable(&practice.chapter, &practice.dir).map_err(|unreadable| {
-        UserError::new(unreadable.message(lang)).with_fix(lang.t("grade-editable-fix", &[]))
-    })?;
-    if let Some(junit) = &args.junit {
-        let parent = junit.parent().filter(|p| !p.as_os_str().is_empty());
-        if parent.is_some_and(|p| !p.is_dir()) || junit.is_dir() {
-            return Err(UserError::new(
-                lang.t("grade-bad-junit", &[("file", &junit.display())]),
-            ));
-        }
-    }
-    let mut opts = GradeOptions::from_args(&args.limits, lang)?;
-    let style = report::Style::detect(args.format);
-    opts.color = style.color;
-
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| UserError::new(e.to_string()))?;
-    let result = runtime.block_on(async {
-        let progress = report::Progress::start(lang, style.spinner);
-        let clear = progress.clearer();
-        // Without signal handlers a Ctrl-C would still end pi-course but leave the tests running.
-        let interrupted = lang.t("grade-interrupted", &[]);
-        process_signals(move || {
-            clear();
-            eprintln!("{interrupted}");
-        });
-        let result = grade(&practice, &groups, &opts, &|stage| progress.update(stage)).await;
-        progress.finish().await;
-        result
-    });
-
-    let mut result = result;
-    if let Some(junit) = &args.junit {
-        if let Err(e) = atomic_file::write(junit, report::junit::render(&result, lang).as_bytes()) {
-            result.warnings.push(Warning::ReportNotWritten {
-                file: junit.display().to_string(),
-                error: e.to_string(),
-            });
-        }
-    }
-    match args.format {
-        Format::Human => {
-            let detail = if args.groups.is_empty() {
-                report::human::Detail::Focus
-            } else {
-                report::human::Detail::All
-            };
-            report::human::print(&result, lang, &style, detail)
-        }
-        Format::Json => report::emit(&format!("{}\n", report::json::render(&result, lang))),
-        Format::Gradescope => report::emit(&format!(
-            "{}\n",
-            report::gradescope::render(&result, lang, args.per_test)
-        )),
-    }
-    Ok(ExitCode::from(result.exit_code()))
-}
-
-fn process_signals(clear: impl Fn() + Send + 'static) {
-    if let Err(e) = crate::process::install_signal_handlers(clear) {
-        eprintln!("pi-course: cannot watch for Ctrl-C: {e}");
-    }
 }

@@ -22,7 +22,7 @@ use tokio::process::Command;
 
 use super::build::BuildRequest;
 use super::outcome::Problem;
-use super::toolchain::TestCommand;
+use super::test_command::TestCommand;
 use crate::process;
 use crate::sandbox::BuildPaths;
 

@@ -317,7 +317,7 @@ pub enum Problem {
     /// An editable file is missing from the practice directory.
     MissingEditable { path: String },
     /// An editable file is not a regular file of a sensible size.
-    Unreadable(super::prepare::Unreadable),
+    Unreadable(Unreadable),
     /// rustc reported errors: its rendered diagnostics, paths pointing into the practice directory.
     Compile { rendered: String, errors: usize },
     /// cargo failed without a compiler error (a lock file mismatch, no network for a first build, ...).
@@ -534,6 +534,48 @@ fn with_output(heading: String, output: &str) -> String {
 pub fn deciding(groups: &[Group]) -> Vec<bool> {
     let all_optional = groups.iter().all(|g| g.optional);
     groups.iter().map(|g| !g.optional || all_optional).collect()
+}
+
+/// The largest editable file a grade reads: a loop is a few hundred lines; anything near this is not one.
+pub const MAX_EDITABLE_BYTES: u64 = 1 << 20;
+
+/// Why an editable file cannot be graded at all (bad input, before anything is built).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// A FIFO, a device, a directory, ...: reading it could block forever or never end.
+    NotAFile {
+        path: String,
+        kind: &'static str,
+    },
+    TooLarge {
+        path: String,
+        bytes: u64,
+    },
+    /// A symbolic link, or a file under a linked directory: reading through it could grade anyone's
+    /// file (a classmate's loop, a file of the instructor's).
+    Link {
+        path: String,
+    },
+}
+
+impl Unreadable {
+    pub fn message(&self, lang: crate::i18n::Lang) -> String {
+        match self {
+            Unreadable::NotAFile { path, kind } => lang.t(
+                "grade-editable-not-a-file",
+                &[("path", path), ("kind", kind)],
+            ),
+            Unreadable::TooLarge { path, bytes } => lang.t(
+                "grade-editable-too-large",
+                &[
+                    ("path", path),
+                    ("kib", &(bytes / 1024)),
+                    ("max_kib", &(MAX_EDITABLE_BYTES / 1024)),
+                ],
+            ),
+            Unreadable::Link { path } => lang.t("grade-editable-link", &[("path", path)]),
+        }
+    }
 }
 
 #[cfg(test)]

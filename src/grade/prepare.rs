@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::catalog::Chapter;
 use crate::regular_file::{self, Contents};
 
-use super::outcome::Problem;
+use super::outcome::{Problem, Unreadable, MAX_EDITABLE_BYTES};
 
 /// Writes `bytes` to `path` unless it already holds exactly them. Returns whether it wrote.
 fn sync_file(path: &Path, bytes: &[u8]) -> io::Result<bool> {
@@ -21,28 +21,6 @@ fn sync_file(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     }
     fs::write(path, bytes)?;
     Ok(true)
-}
-
-/// The largest editable file a grade reads: a loop is a few hundred lines; anything near this is not one.
-pub const MAX_EDITABLE_BYTES: u64 = 1 << 20;
-
-/// Why an editable file cannot be graded at all (bad input, before anything is built).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Unreadable {
-    /// A FIFO, a device, a directory, ...: reading it could block forever or never end.
-    NotAFile {
-        path: String,
-        kind: &'static str,
-    },
-    TooLarge {
-        path: String,
-        bytes: u64,
-    },
-    /// A symbolic link, or a file under a linked directory: reading through it could grade anyone's
-    /// file (a classmate's loop, a file of the instructor's).
-    Link {
-        path: String,
-    },
 }
 
 /// Reads the editable file `rel` of `practice_dir`: `Ok(Err(_))` when it is not a regular file of a
@@ -68,26 +46,6 @@ fn read_bounded(
             }),
         },
     )
-}
-
-impl Unreadable {
-    pub fn message(&self, lang: crate::i18n::Lang) -> String {
-        match self {
-            Unreadable::NotAFile { path, kind } => lang.t(
-                "grade-editable-not-a-file",
-                &[("path", path), ("kind", kind)],
-            ),
-            Unreadable::TooLarge { path, bytes } => lang.t(
-                "grade-editable-too-large",
-                &[
-                    ("path", path),
-                    ("kib", &(bytes / 1024)),
-                    ("max_kib", &(MAX_EDITABLE_BYTES / 1024)),
-                ],
-            ),
-            Unreadable::Link { path } => lang.t("grade-editable-link", &[("path", path)]),
-        }
-    }
 }
 
 /// Checks that every editable file that exists can be graded; a missing one is the grade's to report.

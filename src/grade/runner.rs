@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 
 use super::channel::{Orders, Received, Record, TestProcess};
 use super::outcome::{Evidence, Outcome, TestResult};
-use super::toolchain::TestCommand;
+use super::test_command::TestCommand;
 use crate::judge::compare;
 use crate::process::Captured;
 use crate::sandbox::Sandbox;

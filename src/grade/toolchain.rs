@@ -5,38 +5,12 @@
 //! - Rust: `cargo test --no-run` ([`super::build`]), then the test executable itself.
 //! - TypeScript: `tsc` ([`super::node`]), then node running the course's harness.
 
-use std::ffi::OsString;
-use std::path::PathBuf;
-
 use crate::cache::{self, BuildDir};
 
 use super::build::BuildRequest;
 use super::outcome::Problem;
+use super::test_command::TestCommand;
 use crate::catalog::Track;
-
-/// How a test process of a built slot starts.
-#[derive(Debug, Clone)]
-pub struct TestCommand {
-    /// The program: the test executable (Rust) or node (TypeScript).
-    pub program: PathBuf,
-    pub args: Vec<OsString>,
-    /// What the process may read besides its program and the system's libraries (the compiled code).
-    pub read: Vec<PathBuf>,
-    /// Environment of the toolchain's own, besides what every test process gets.
-    pub envs: Vec<(String, String)>,
-}
-
-impl TestCommand {
-    /// A test executable that needs nothing but itself.
-    pub fn executable(exe: PathBuf) -> TestCommand {
-        TestCommand {
-            program: exe,
-            args: Vec::new(),
-            read: Vec::new(),
-            envs: Vec::new(),
-        }
-    }
-}
 
 /// The file that makes a build slot a package of `track`'s: gone, the cache was removed under the build.
 pub fn manifest(track: Track) -> &'static str {

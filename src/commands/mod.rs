@@ -1,0 +1,4 @@
+//! The commands `main` dispatches that join the pipeline to a renderer. Each takes what the command line
+//! gave (`cli` turns arguments into these requests) and returns the exit code.
+
+pub mod grade;
