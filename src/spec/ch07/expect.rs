@@ -21,10 +21,10 @@ pub const EDIT: &str = "edited by the caller";
 pub const LENGTH_TEXT: &str =
     "Tool call was not executed because the model response was truncated.";
 
-/// The expected graph of `instance`, once per free path the run may take (the Lab 7.6 sibling).
+/// The expected graph of `instance`, once per free path the run may take (who answers repeated ids).
 pub fn alternatives(instance: &Value) -> Vec<Vec<Value>> {
     let mut found: Vec<Vec<Value>> = Vec::new();
-    for sibling in [Sibling::Skipped, Sibling::Executed] {
+    for sibling in [Sibling::Skipped, Sibling::Executed, Sibling::Refused] {
         let mut sim = Sim::new(instance);
         sim.sibling = sibling;
         sim.run();
@@ -74,11 +74,15 @@ impl Graph {
     }
 }
 
-/// How the unique sibling of repeated ids is answered (Lab 7.6): the chapter lets either layer decide.
+/// Who answers a message that repeats a call id (Lab 7.6): the chapter lets either layer decide. The loop
+/// skips every call of it, or runs the unique sibling and skips the repeated ones; or the message
+/// validation layer refuses the message itself, which then never becomes a fact (no assistant_message,
+/// not in the transcript, nothing to pair).
 #[derive(Clone, Copy, PartialEq)]
 enum Sibling {
     Skipped,
     Executed,
+    Refused,
 }
 
 #[derive(Clone)]
@@ -234,14 +238,18 @@ impl Sim {
             self.graph.then(end, "forward-while-open");
         }
         let message = turn["message"].clone();
+        let calls = wire::calls_of(&message);
+        let reason = text_of(&message["stopReason"]);
+        if self.sibling == Sibling::Refused && reason == "toolUse" && repeats_an_id(&calls) {
+            self.end("error", "duplicate-ids");
+            return;
+        }
         self.transcript.push(message.clone());
         self.emit(
             json!({ "type": "assistant_message", "message": message }),
             "assistant-once",
         );
 
-        let calls = wire::calls_of(&message);
-        let reason = text_of(&message["stopReason"]);
         match (reason.as_str(), calls.is_empty()) {
             ("stop", true) => self.end("stop", "plain-stop"),
             ("toolUse", true) => self.end("error", "decision-table"),
