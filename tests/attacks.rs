@@ -1597,8 +1597,14 @@ fn code_before_main_sees_instances_never_answers_and_earns_nothing() {
         "{}\n{BEFORE_MAIN_FORGERY}",
         carried(&answer_lines(&fixed(&dir), &["plain_stop::"]))
     );
+    // The linker keeps `.init_array` entries of the objects it links: something linked names the
+    // naked function.
+    let named = "#[cfg(all(target_os = \"linux\", target_arch = \"x86_64\"))]\n    let _ = before_main::syscall as usize;";
     // In the learner's file: refused before the build where the grader refuses such code, else it runs.
-    write_loop(&dir, &format!("{}\n{forgery}", skeleton()));
+    write_loop(
+        &dir,
+        &format!("{}\n{forgery}", skeleton_starting_with(named)),
+    );
     let (code, report) = grade_json(&dir, &groups);
     if !sandboxed(&report) {
         return;
@@ -1618,8 +1624,13 @@ fn code_before_main_sees_instances_never_answers_and_earns_nothing() {
     // In a given file of a test build, where no check of the learner's file reaches: it runs before
     // `main`, and still earns nothing.
     write_loop(&dir, &skeleton());
-    let lib = fs::read_to_string(dir.join("src/lib.rs")).unwrap();
-    let lib = ("src/lib.rs".to_string(), format!("{lib}\n{forgery}"));
+    let (path, lib) = patched(
+        &dir,
+        "src/lib.rs",
+        "    Box::pin(agent_loop::run_agent_loop(options))",
+        &format!("    {named}\n    Box::pin(agent_loop::run_agent_loop(options))"),
+    );
+    let lib = (path, format!("{lib}\n{forgery}"));
     let (code, report) = grade_test_build(&dir, &[lib], &groups);
     assert_ran(&report);
     assert_eq!(code, 1, "{report:#}");
