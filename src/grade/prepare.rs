@@ -97,7 +97,9 @@ pub fn prepare(
     };
     let mut written = 0;
     for file in chapter.given_files() {
-        written += sync_file(&build_dir.join(file.path), file.bytes)
+        let replaced = test_build::replaced_given(file.path);
+        let bytes = replaced.as_deref().unwrap_or(file.bytes);
+        written += sync_file(&build_dir.join(file.path), bytes)
             .map_err(|e| io_problem(file.path, e))? as usize;
     }
     for (path, bytes) in editable {
@@ -105,6 +107,29 @@ pub fn prepare(
             sync_file(&build_dir.join(path), bytes).map_err(|e| io_problem(path, e))? as usize;
     }
     Ok(written)
+}
+
+/// The attack tests' way to give the learner's code what no grade gives it (the key, the channel, code
+/// before `main`), to prove that the judge holds even then (docs/SECURITY.md, "Forged traces"). Only a
+/// debug build of pi-course has it, and only its operator's environment turns it on: learner code runs
+/// after this stage, inside the sandbox, and cannot set the grader's environment; a release build (what
+/// is installed and graded with) has no such code.
+mod test_build {
+    /// Set to a directory: each of its files replaces the given file of the same path in the build slot.
+    #[cfg(debug_assertions)]
+    pub const ENV: &str = "PI_COURSE_TEST_REPLACE_GIVEN";
+
+    /// The bytes that replace given file `path`, when this debug build was asked to replace it.
+    #[cfg(debug_assertions)]
+    pub fn replaced_given(path: &str) -> Option<Vec<u8>> {
+        let dir = std::env::var_os(ENV)?;
+        std::fs::read(std::path::Path::new(&dir).join(path)).ok()
+    }
+
+    #[cfg(not(debug_assertions))]
+    pub fn replaced_given(_path: &str) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// `rel` (a `/`-separated path inside the practice directory) as the learner would type it from where they

@@ -388,7 +388,11 @@ fn receive(
     began: &mut bool,
 ) -> Option<bool> {
     match received {
-        Some(Received::Record(Record::Started { test })) if test == name => *began = true,
+        // The steps between `started` and the next `started` are the trace (docs/JUDGE.md).
+        Some(Received::Record(Record::Started { test })) if test == name => {
+            *began = true;
+            *trace = Trace::default();
+        }
         Some(Received::Record(Record::Step { test, step })) if test == name && *began => {
             trace.push(step)
         }
@@ -497,6 +501,8 @@ fn main() {
             }
             "g::hogs" => { let v = vec![1u8; 1 << 30]; println!("{}", v.len()); send("step", name, instance); send("finished", name, "null") }
             "g::floods" => { for _ in 0..100_000 { send("step", name, instance) } send("finished", name, "null") }
+            // The right step, then the test started again: only what follows counts.
+            "g::restarts" => { send("step", name, instance); send("started", name, "null"); send("finished", name, "null") }
             "g::giant" => {
                 let big = format!("{{\"kind\":[{}0]}}", "0,".repeat(1 << 20));
                 send("step", name, &big);
@@ -533,6 +539,7 @@ fn main() {
         };
         let names: Vec<String> = [
             "passes", "fails", "aborts", "exits", "spins", "forges", "hogs", "floods", "giant",
+            "restarts",
         ]
         .map(|n| format!("g::{n}"))
         .to_vec();
@@ -596,6 +603,12 @@ fn main() {
             matches!(by_name("floods"), Some(Outcome::Diverged { message }) if message.contains("step 2 left")),
             "{:?}",
             by_name("floods")
+        );
+        // A test run alone and started again: its trace starts again too.
+        assert!(
+            matches!(by_name("restarts"), Some(Outcome::Diverged { message }) if message.contains("trace ends here")),
+            "{:?}",
+            by_name("restarts")
         );
         assert!(
             matches!(by_name("giant"), Some(Outcome::Diverged { message }) if message.contains("happened: overflow")),
