@@ -392,6 +392,9 @@ async fn build_and_run(
         None => channel::new_seed().map_err(|e| io_problem("/dev/urandom", e))?,
     };
     result.seed = Some(seed);
+    if seed == crate::spec::HAND_SEED {
+        result.warnings.push(Warning::PracticeSeed { seed });
+    }
     let cases = crate::spec::cases(&chapter.id, seed).unwrap_or_default();
     let mut planned = std::collections::BTreeMap::new();
     let mut names = Vec::new();

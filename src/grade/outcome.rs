@@ -345,6 +345,9 @@ pub enum Warning {
     LastGradeNotSaved { error: String },
     /// The `--junit` report could not be written.
     ReportNotWritten { file: String, error: String },
+    /// `--seed` named the seed of the practice directories' own instances, whose expected traces every
+    /// practice directory holds: such a grade shows the tests run, not that the pass was earned.
+    PracticeSeed { seed: u64 },
 }
 
 impl Warning {
@@ -360,6 +363,7 @@ impl Warning {
             Warning::ReportNotWritten { file, error } => {
                 lang.t("grade-warning-report", &[("file", file), ("error", error)])
             }
+            Warning::PracticeSeed { seed } => lang.t("grade-warning-practice-seed", &[("seed", seed)]),
         }
     }
 }

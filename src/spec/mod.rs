@@ -25,7 +25,6 @@ pub struct Case {
 }
 
 /// The seed of the fixed instances every practice directory holds for hand runs.
-#[cfg(test)]
 pub const HAND_SEED: u64 = 7;
 
 /// What the scenario behind test `test` (a full test name of either track) checks, in a line.
