@@ -65,9 +65,9 @@ export async function drive(
     editContext: () => caller.edit(),
   });
 
-  // 实例没给的选项就不放：缺省值由循环自己决定。/ Options the instance leaves out are left out.
   // 运行开始之前就取消：这一步是轨迹的第一步。/ Cancelled before the run starts: the trace's first step.
   if (instance.pre_abort) abort();
+  // 实例没给的选项就不放：缺省值由循环自己决定。/ Options the instance leaves out are left out.
   const options: AgentLoopOptions = { context: caller.context, model, tools: bench.registry(instance.tools) };
   if (instance.executor) options.executor = bench.executor;
   if (runSignal !== undefined) options.signal = runSignal;

@@ -186,13 +186,16 @@ function scriptOf(scripts: Record<string, Behavior[]>, key: string): Behavior[] 
   return hasOwn(scripts, key) ? scripts[key] : undefined;
 }
 
-// 失败的结局变成的异常：reject 的 Error 带自己的 debug 属性；panic 是 Error；throw_value 是字符串本身。
-// What a failing outcome throws: the rejected Error with an own `debug`; a panic's Error; the string
-// itself for throw_value.
+// 失败的结局变成的异常：reject 的 Error 带自己的 debug 属性，名字也是 debug 的文字（结果里只该有 message：
+// String(error) 会带上名字，就像 Rust 的 {:?} 带上 Debug）；panic 是 Error；throw_value 是字符串本身。
+// What a failing outcome throws: the rejected Error with an own `debug`, and the debug text as its name
+// too (a result carries the message alone: String(error) adds the name, as Rust's {:?} shows the
+// Debug form); a panic's Error; the string itself for throw_value.
 function failure(outcome: Outcome): unknown {
   if ("error" in outcome) {
     const error = new SafeError(outcome.error.message) as Error & { debug?: string };
     error.debug = outcome.error.debug;
+    error.name = outcome.error.debug;
     return error;
   }
   if ("panic" in outcome) return new SafeError(outcome.panic);
