@@ -116,16 +116,23 @@ for name in $(python3 "$work/tool.py" pick "$chapter/mutants.toml" "$per_group")
     run_rs "rust/mutant/$name" "$work/mutant.rs"
 done
 
-# Each (test, trace) once: the first source that recorded it names it.
+# Each (test, trace) once (the first source that recorded it names it), and bounded: every reference
+# trace, at most two traces of each alternative and mutant (those that differ from every trace kept
+# before), none longer than 24 KB (the scenarios of longer ones are among the drawn pairs already).
 python3 - "$work/corpus.jsonl" "$out" <<'PY'
-import json, sys
-seen, kept = set(), []
+import collections, json, sys
+seen, kept, per_source = set(), [], collections.Counter()
 for line in open(sys.argv[1], encoding="utf-8"):
     entry = json.loads(line)
     key = (entry["test"], json.dumps(entry["trace"], sort_keys=True))
-    if key not in seen:
-        seen.add(key)
-        kept.append(line)
+    source = entry["source"]
+    if key in seen or len(line) > 24_000:
+        continue
+    if not source.endswith("/reference") and per_source[source] >= 2:
+        continue
+    seen.add(key)
+    per_source[source] += 1
+    kept.append(line)
 open(sys.argv[2], "w", encoding="utf-8").writelines(kept)
-print(f"{len(kept)} traces ({len(seen)} distinct) written to {sys.argv[2]}")
+print(f"{len(kept)} traces from {len(per_source)} sources written to {sys.argv[2]}")
 PY
