@@ -6,6 +6,9 @@
 //! come after and the rule it pins; the freedoms are the `$` nodes of a step (see [`matches`]). Only
 //! `serde_json` is needed, so both sides can compile it.
 //!
+//! The TypeScript track's `test/judge.ts` is a line-by-line port of this file (a TypeScript hand run
+//! judges with it); `tests/judge_agreement.rs` keeps their verdicts and messages equal. Change both.
+//!
 //! A trace step matches an expected step whose predecessors have all matched, so the steps of concurrent
 //! calls may interleave while everything else has one order. The first trace step that matches no enabled
 //! expected step, or an expected step still unmatched when the trace ends, is the first divergence.

@@ -16,6 +16,7 @@ export interface Instance {
   tools: ToolDefinition[];
   executor: boolean;
   signal: boolean;
+  pre_abort: boolean;
   max_steps: number | null;
   on_event: boolean;
   turns: Turn[];
@@ -48,14 +49,32 @@ export type Outcome =
 
 export type Action = { wait: Wait } | { release: string } | { abort: null };
 
-export type Wait = { at_gate: string[] } | { event: "tool_end"; id: string };
+// tool_end 的 count 是 1。/ A tool_end wait counts one.
+export type Wait = { at_gate: string[] } | { event: "tool_end" | "tool_progress"; id: string; count: number };
 
-// 一次调用没有写行为（或调用次数超出了脚本）时的行为：一个说明这一点的错误，让运行继续下去。
-// The behaviour of an invocation the instance does not script (or one past its list): an error that
-// says so, so the run goes on.
-export function unscripted(ref: string, invocation: number): Behavior {
-  const message = `the scenario scripted no behaviour for invocation ${invocation} of ${ref}`;
-  return { progress: [], gate: false, cancel_run: false, outcome: { error: { message, debug: message } } };
+// 不该发生的调用（实例没有为它写行为，或调用次数超出了脚本）立刻得到这段文字作答，运行继续，
+// 轨迹让评分器看到循环走到了不该去的地方。
+// A call that should not have happened (no behaviour scripted for it, or one past its list) is answered
+// at once with this text, the run goes on, and the trace shows the grader where the loop went.
+export const UNPLANNED = "unplanned call";
+
+// 执行器对这样的调用的回答。/ The executor's answer to such a call.
+export function unplannedResult(id: string, name: string): Behavior {
+  const result: ToolResultMessage = {
+    role: "toolResult",
+    toolCallId: id,
+    toolName: name,
+    content: [{ type: "text", text: UNPLANNED }],
+    details: null,
+    isError: false,
+  };
+  return { progress: [], gate: false, cancel_run: false, outcome: { ok: result } };
+}
+
+// registry 工具对这样的调用的输出。/ A registry tool's output for such a call.
+export function unplannedOutput(): Behavior {
+  const output = { content: [{ type: "text" as const, text: UNPLANNED }], details: null };
+  return { progress: [], gate: false, cancel_run: false, outcome: { ok: output } };
 }
 
 // 读一个实例。只检查驱动程序赖以运行的形状，内容由评分器负责；省略的可选字段取缺省值（false、空），
@@ -90,6 +109,7 @@ export function withDefaults(value: unknown): Instance {
     tools: given.tools!,
     executor: given.executor === true,
     signal: given.signal === true,
+    pre_abort: given.pre_abort === true,
     max_steps: typeof given.max_steps === "number" ? given.max_steps : null,
     on_event: given.on_event === true,
     turns: given.turns!.map((turn: Partial<Turn>) => ({
@@ -102,8 +122,16 @@ export function withDefaults(value: unknown): Instance {
     exhausted: given.exhausted!,
     calls: behaviours(given.calls),
     tool_runs: behaviours(given.tool_runs),
-    plan: given.plan ?? [],
+    plan: (given.plan ?? []).map(action),
   };
+}
+
+// 等事件的 count 缺省为 1，和 Rust 的驱动程序一样。/ An event wait's count defaults to 1, as in Rust.
+function action(given: Action): Action {
+  if (typeof given !== "object" || given === null || !("wait" in given)) return given;
+  const wait = given.wait as Partial<Wait> | null;
+  if (typeof wait !== "object" || wait === null || !("event" in wait)) return given;
+  return { wait: { ...wait, count: typeof wait.count === "number" ? wait.count : 1 } as Wait };
 }
 
 function behavior(given: Partial<Behavior>): Behavior {

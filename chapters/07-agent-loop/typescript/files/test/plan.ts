@@ -10,7 +10,7 @@
 
 import type { Action, Wait } from "./instance.js";
 import type { Bench } from "./tools.js";
-import type { Trace } from "./trace.js";
+import type { Step, Trace } from "./trace.js";
 
 // 计划的一个等待最多等多久（期间没有任何步骤）。/ How long a wait waits, without any step.
 export const WAIT_QUIET_MS = 1000;
@@ -34,14 +34,25 @@ export async function runPlan(plan: Action[], trace: Trace, bench: Bench, abort:
 
 function holds(wait: Wait, trace: Trace, bench: Bench): boolean {
   if ("at_gate" in wait) return wait.at_gate.every((ref) => bench.atGate(ref));
-  return trace.steps.some((step) => {
-    const event = step["event"] as { type?: unknown; result?: { toolCallId?: unknown } } | null | undefined;
-    return step["kind"] === "event" && event?.type === wait.event && event.result?.toolCallId === wait.id;
-  });
+  let seen = 0;
+  for (const step of trace.steps) if (isEvent(step, wait.event, wait.id)) seen += 1;
+  return seen >= wait.count;
+}
+
+// 这一步是不是那个 call id 的那种事件：tool_end 的 id 在 result 里，tool_progress 的在事件本身上。
+// Whether this step is that kind of event for that call id: tool_end's id is in its result,
+// tool_progress's on the event itself.
+function isEvent(step: Step, type: "tool_end" | "tool_progress", id: string): boolean {
+  if (step["kind"] !== "event") return false;
+  const event = step["event"] as { type?: unknown; toolCallId?: unknown; result?: { toolCallId?: unknown } } | null;
+  if (typeof event !== "object" || event === null || event.type !== type) return false;
+  const of = type === "tool_end" ? event.result?.toolCallId : event.toolCallId;
+  return of === id;
 }
 
 // gave_up 步骤里说明在等什么。/ What a gave_up step says it waited for.
 export function describe(wait: Wait): string {
   if ("at_gate" in wait) return `at_gate ${wait.at_gate.join(", ")}`;
-  return `event ${wait.event} ${wait.id}`;
+  if (wait.event === "tool_end") return `event tool_end ${wait.id}`;
+  return `event tool_progress ${wait.id} (${wait.count})`;
 }

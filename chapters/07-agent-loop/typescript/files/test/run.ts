@@ -24,6 +24,10 @@ import {
 import { Bench } from "./tools.js";
 import { Trace, type Step } from "./trace.js";
 
+// 调用者在 edit_context 时写进自己 context 的文字（docs/JUDGE.md）。
+// What the caller writes into its context when a turn has edit_context (docs/JUDGE.md).
+export const EDIT = "edited by the caller";
+
 // 一次运行多久没有任何步骤、也没有返回，就算卡住。/ How long a run may go without any step before it hangs.
 export const RUN_QUIET_MS = 1200;
 
@@ -61,6 +65,8 @@ export async function drive(
     editContext: () => caller.edit(),
   });
 
+  // 运行开始之前就取消：这一步是轨迹的第一步。/ Cancelled before the run starts: the trace's first step.
+  if (instance.pre_abort) abort();
   // 实例没给的选项就不放：缺省值由循环自己决定。/ Options the instance leaves out are left out.
   const options: AgentLoopOptions = { context: caller.context, model, tools: bench.registry(instance.tools) };
   if (instance.executor) options.executor = bench.executor;
@@ -162,12 +168,13 @@ class Caller {
     this.#trace.record({ kind: "caller", state: "changed" });
   }
 
-  // 调用者在运行中改自己的 context：追加一条用户消息，system prompt 前面加上 "<edit>"。
-  // The caller changes its own context mid-run: one more user message, "<edit>" before the system prompt.
+  // 调用者在运行中改自己的 context：追加一条用户消息，system prompt 后面接上同一段文字。
+  // The caller changes its own context mid-run: one more user message, and the same text appended to
+  // the system prompt.
   edit(): void {
     this.#trace.record({ kind: "driver", action: "edit_context" });
-    this.#array.push({ role: "user", content: [{ type: "text", text: "<edit>" }] });
-    this.#prompt = `<edit>${this.#prompt}`;
+    this.#array.push({ role: "user", content: [{ type: "text", text: EDIT }] });
+    this.#prompt = `${this.#prompt}${EDIT}`;
     this.context.systemPrompt = this.#prompt;
     this.#json = stringify(this.#array);
   }

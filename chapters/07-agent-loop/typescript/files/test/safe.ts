@@ -17,6 +17,8 @@ export const SafePromise = Promise;
 export const SafeMap = Map;
 export const SafeSet = Set;
 export const SafeError = Error;
+export const SafeBigInt = BigInt;
+export const SafeNumber = Number;
 export const setTimer = setTimeout;
 export const clearTimer = clearTimeout;
 export const now: () => number = performance.now.bind(performance);

@@ -23,7 +23,7 @@ import type { Instance } from "./instance.js";
 import { readInstance, withDefaults } from "./instance.js";
 import { judge } from "./judge.js";
 import { drive } from "./run.js";
-import { parse, SafeError } from "./safe.js";
+import { parse, SafeError, stringify } from "./safe.js";
 
 // 学习者的循环在测试运行时才加载，测试文件加载时从不加载：评分时，所有测试在任何学习者代码运行之前就已
 // 登记、封存。驱动程序用的内置函数也在那之前取好（safe.ts）。
@@ -63,13 +63,12 @@ const GROUPS: Record<string, string> = {
 interface Fixture {
   version: number;
   seed: number;
-  rules: Record<string, unknown>;
   tests: { name: string; group: string; instance: Instance; expected: Record<string, unknown> }[];
 }
 
-// pi-course practice 用固定的种子写下的场景：每个测试的实例、期望的轨迹和规则的文字。
-// The scenarios `pi-course practice` wrote from a fixed seed: each test's instance, its expected trace,
-// and the rules' texts.
+// pi-course practice 用固定的种子写下的场景：每个测试的实例和期望的轨迹（带着它用到的规则的文字）。
+// The scenarios `pi-course practice` wrote from a fixed seed: each test's instance and its expected
+// trace (with the texts of the rules it names).
 const fixture = parse(readFileSync(new URL("../../test/07-expected.json", import.meta.url), "utf8")) as Fixture;
 
 // 登记一组的测试，名为「组的中文名 › 场景名（_ 换成空格）」。
@@ -85,7 +84,7 @@ export function registerGroup(slug: string): void {
         await drive(readInstance(instance), learnerLoop, onStep);
       });
     } else {
-      nodeTest.test(name, () => byHand(name, withDefaults(test.instance), { rules: fixture.rules, ...test.expected }));
+      nodeTest.test(name, () => byHand(name, withDefaults(test.instance), test.expected));
     }
   }
 }
@@ -93,7 +92,8 @@ export function registerGroup(slug: string): void {
 async function byHand(name: string, instance: Instance, expected: unknown): Promise<void> {
   const show = process.env["PI_COURSE_TRACE"] === "1";
   const trace = await drive(instance, learnerLoop, show ? (json) => process.stderr.write(`${name}: ${json}\n`) : undefined);
-  const message = judge(expected, [...trace], lang());
+  // 评分器读到的是每一步的 JSON：这里也比较它读回的样子。/ The grader reads each step's JSON: so does this.
+  const message = judge(expected, trace.map((step) => parse(stringify(step))), lang());
   if (message === undefined) return;
   const failure = new SafeError(message);
   // 信息就是全部：测试工具自己的栈对学习者没有用。/ The message is all: the kit's own stack helps no one.

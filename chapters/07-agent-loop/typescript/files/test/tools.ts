@@ -14,7 +14,7 @@
 
 import { ToolRegistry, type ToolContext, type ToolDefinition, type ToolExecutor } from "../src/tool.js";
 import { block, blocks, plain, type Json } from "./canonical.js";
-import { unscripted, type Behavior, type Outcome } from "./instance.js";
+import { unplannedOutput, unplannedResult, type Behavior, type Outcome } from "./instance.js";
 import { clone, freeze, hasOwn, isArray, SafeError, SafeMap, SafePromise, stringify } from "./safe.js";
 import type { Step, Trace } from "./trace.js";
 
@@ -51,10 +51,12 @@ export class Bench {
   // Not an async function: a panic must be able to throw synchronously, before any promise exists.
   readonly executor: ToolExecutor = (call, context) => {
     const seen = block(plain(call));
-    const id = typeof seen === "object" && seen !== null && !isArray(seen) ? seen["id"] : undefined;
+    const fields = typeof seen === "object" && seen !== null && !isArray(seen) ? seen : {};
+    const id = fields["id"];
     const ref = typeof id === "string" ? id : stringify(id ?? null);
+    const name = typeof fields["name"] === "string" ? fields["name"] : "";
     const enter: Step = { kind: "exec_enter", via: "executor", call: seen };
-    return this.#invoke(ref, scriptOf(this.#calls, ref), enter, context) as Promise<never>;
+    return this.#invoke(ref, scriptOf(this.#calls, ref), () => unplannedResult(ref, name), enter, context) as Promise<never>;
   };
 
   // 按实例的定义、按顺序注册的 registry 工具。/ The registry tools, registered in the instance's order.
@@ -68,7 +70,7 @@ export class Bench {
           definition: clone(definition),
           execute: (args: unknown, context: ToolContext) => {
             const enter: Step = { kind: "exec_enter", via: "tool", tool: name, arguments: plain(args) };
-            return this.#invoke(ref, scriptOf(this.#toolRuns, name), enter, context) as Promise<never>;
+            return this.#invoke(ref, scriptOf(this.#toolRuns, name), unplannedOutput, enter, context) as Promise<never>;
           },
         }),
       );
@@ -106,13 +108,20 @@ export class Bench {
     return gate;
   }
 
-  #invoke(ref: string, script: Behavior[] | undefined, enter: Step, context: ToolContext): unknown {
+  // unplanned: the behaviour of an invocation the script has none for (docs/JUDGE.md).
+  #invoke(
+    ref: string,
+    script: Behavior[] | undefined,
+    unplanned: () => Behavior,
+    enter: Step,
+    context: ToolContext,
+  ): unknown {
     // 测试结束后仍在执行工具的循环停在一个永不完成的调用上。
     // A loop still running tools after the test is over waits on a call that never settles.
     if (this.#trace.isClosed) return new SafePromise(() => {});
     const n = this.#invocations.get(ref) ?? 0;
     this.#invocations.set(ref, n + 1);
-    const behavior = script?.[n] ?? unscripted(ref, n);
+    const behavior = script?.[n] ?? unplanned();
     let signal: unknown;
     try {
       signal = context.signal;
@@ -177,13 +186,16 @@ function scriptOf(scripts: Record<string, Behavior[]>, key: string): Behavior[] 
   return hasOwn(scripts, key) ? scripts[key] : undefined;
 }
 
-// 失败的结局变成的异常：reject 的 Error 带自己的 debug 属性；panic 是 Error；throw_value 是字符串本身。
-// What a failing outcome throws: the rejected Error with an own `debug`; a panic's Error; the string
-// itself for throw_value.
+// 失败的结局变成的异常：reject 的 Error 带自己的 debug 属性，名字也是 debug 的文字（结果里只该有 message：
+// String(error) 会带上名字，就像 Rust 的 {:?} 带上 Debug）；panic 是 Error；throw_value 是字符串本身。
+// What a failing outcome throws: the rejected Error with an own `debug`, and the debug text as its name
+// too (a result carries the message alone: String(error) adds the name, as Rust's {:?} shows the
+// Debug form); a panic's Error; the string itself for throw_value.
 function failure(outcome: Outcome): unknown {
   if ("error" in outcome) {
     const error = new SafeError(outcome.error.message) as Error & { debug?: string };
     error.debug = outcome.error.debug;
+    error.name = outcome.error.debug;
     return error;
   }
   if ("panic" in outcome) return new SafeError(outcome.panic);
