@@ -13,6 +13,7 @@ pub mod last;
 pub mod node;
 pub mod outcome;
 pub mod prepare;
+pub mod refuse;
 pub mod runner;
 pub mod toolchain;
 
@@ -326,6 +327,20 @@ async fn build_and_run(
     };
 
     let editable = prepare::read_editable(chapter, &practice.dir)?;
+    let shown = |path: &String| {
+        let named = practice.shown_as.get(path).cloned();
+        named.unwrap_or_else(|| prepare::shown_path(&practice.dir, path))
+    };
+    // Refused constructs fail the build as a compile error would: the learner fixes their file.
+    let refused = toolchain::refused(chapter.track, &editable);
+    if !refused.is_empty() {
+        let rendered = refused
+            .iter()
+            .map(|(path, found)| refuse::render(found, &shown(path), opts.lang))
+            .collect();
+        let errors = refused.iter().map(|(_, found)| found.len()).sum();
+        return Err(Problem::Compile { rendered, errors });
+    }
     let key = cache::build_key(chapter);
     let files: Vec<(&str, &[u8])> = editable
         .iter()
@@ -355,13 +370,7 @@ async fn build_and_run(
         renames: chapter
             .editable
             .iter()
-            .map(|p| {
-                let shown = practice.shown_as.get(p).cloned();
-                (
-                    p.clone(),
-                    shown.unwrap_or_else(|| prepare::shown_path(&practice.dir, p)),
-                )
-            })
+            .map(|p| (p.clone(), shown(p)))
             .collect(),
         sandbox: &opts.sandbox,
         timeout: opts.build_timeout,

@@ -12,6 +12,7 @@ use crate::cache::{self, BuildDir};
 
 use super::build::BuildRequest;
 use super::outcome::Problem;
+use super::refuse::Refused;
 use crate::catalog::Track;
 
 /// How a test process of a built slot starts.
@@ -56,6 +57,22 @@ pub fn dependencies_to_compile(track: Track, slot: &BuildDir) -> Option<usize> {
     // one), so the count is capped at it.
     let lock = std::fs::read_to_string(slot.path.join("Cargo.lock")).unwrap_or_default();
     Some(lock.matches("[[package]]").count().max(1))
+}
+
+/// What of the learner's `editable` files (path, bytes) `track` refuses to build, before any build:
+/// (path, what and where). Only Rust's files are checked; see [`super::refuse`].
+pub fn refused(track: Track, editable: &[(String, Vec<u8>)]) -> Vec<(String, Vec<Refused>)> {
+    if track != Track::Rust {
+        return Vec::new();
+    }
+    editable
+        .iter()
+        .filter(|(path, _)| path.ends_with(".rs"))
+        .filter_map(|(path, bytes)| {
+            let found = super::refuse::check(std::str::from_utf8(bytes).ok()?);
+            (!found.is_empty()).then(|| (path.clone(), found))
+        })
+        .collect()
 }
 
 /// Builds the slot of `req` with `track`'s toolchain. `on_step` is called with each unit of the build as
