@@ -11,10 +11,12 @@ pub mod build;
 pub mod channel;
 pub mod last;
 pub mod node;
+pub mod occupant;
 pub mod outcome;
 pub mod prepare;
 pub mod refuse;
 pub mod runner;
+pub mod rust_toolchain;
 pub mod toolchain;
 
 use std::path::PathBuf;
@@ -326,6 +328,7 @@ async fn build_and_run(
         error: e.to_string(),
     };
 
+    toolchain::start(chapter.track);
     let editable = prepare::read_editable(chapter, &practice.dir)?;
     let shown = |path: &String| {
         let named = practice.shown_as.get(path).cloned();
@@ -375,6 +378,14 @@ async fn build_and_run(
         sandbox: &opts.sandbox,
         timeout: opts.build_timeout,
     };
+    // The slot's outputs of another learner's file are removed before this build can read them.
+    let occupant = occupant::Occupant::of(practice, &editable);
+    let slot_io = |e: std::io::Error| io_problem(&build_dir.path.display().to_string(), e);
+    if !occupant.may_reuse(&build_dir) {
+        toolchain::clear_learner_outputs(chapter.track, &request).await?;
+        let _ = std::fs::remove_file(list_record(&build_dir.target));
+    }
+    occupant.record(&build_dir, false).map_err(slot_io)?;
     let command = toolchain::build(chapter.track, &request, &|name| {
         crates.set(crates.get() + 1);
         progress(Stage::Building {
@@ -383,8 +394,11 @@ async fn build_and_run(
             first_of,
         });
     })
-    .await
-    .map_err(|problem| {
+    .await;
+    occupant
+        .record(&build_dir, command.is_ok())
+        .map_err(slot_io)?;
+    let command = command.map_err(|problem| {
         // A cache removed under a running build makes cargo and rustc fail in ways that look like the
         // learner's errors ("could not write output"): say what really happened.
         let manifest = toolchain::manifest(chapter.track);

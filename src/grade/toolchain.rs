@@ -59,6 +59,13 @@ pub fn dependencies_to_compile(track: Track, slot: &BuildDir) -> Option<usize> {
     Some(lock.matches("[[package]]").count().max(1))
 }
 
+/// Starts what the build will need to know about `track`'s toolchain, while the grade prepares.
+pub fn start(track: Track) {
+    if track == Track::Rust {
+        super::rust_toolchain::start();
+    }
+}
+
 /// What of the learner's `editable` files (path, bytes) `track` refuses to build, before any build:
 /// (path, what and where). Only Rust's files are checked; see [`super::refuse`].
 pub fn refused(track: Track, editable: &[(String, Vec<u8>)]) -> Vec<(String, Vec<Refused>)> {
@@ -73,6 +80,15 @@ pub fn refused(track: Track, editable: &[(String, Vec<u8>)]) -> Vec<(String, Vec
             (!found.is_empty()).then(|| (path.clone(), found))
         })
         .collect()
+}
+
+/// Removes what the slot's last build made of the learner's files (see [`super::occupant`]), keeping
+/// the dependencies' outputs.
+pub async fn clear_learner_outputs(track: Track, req: &BuildRequest<'_>) -> Result<(), Problem> {
+    match track {
+        Track::Rust => super::build::clear_learner_outputs(req).await,
+        Track::TypeScript => super::node::clear_learner_outputs(req),
+    }
 }
 
 /// Builds the slot of `req` with `track`'s toolchain. `on_step` is called with each unit of the build as
