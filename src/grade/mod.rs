@@ -395,9 +395,11 @@ async fn build_and_run(
         });
     })
     .await;
-    occupant
-        .record(&build_dir, command.is_ok())
-        .map_err(slot_io)?;
+    if command.is_ok() {
+        // Unrecorded, the slot still names this learner, with outputs of no known files: the next
+        // learner's grade clears them.
+        let _ = occupant.record(&build_dir, true);
+    }
     let command = command.map_err(|problem| {
         // A cache removed under a running build makes cargo and rustc fail in ways that look like the
         // learner's errors ("could not write output"): say what really happened.
