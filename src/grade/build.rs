@@ -369,7 +369,7 @@ fn verify(built: &Compiled, target_dir: &Path) -> std::io::Result<()> {
 /// times. Any write to the file, or a file put in its place, moves the status-change time to the present,
 /// and no call lets a program set it back; so this tells a changed executable as surely as hashing its
 /// megabytes would, in microseconds.
-fn file_identity(path: &Path) -> std::io::Result<String> {
+pub fn file_identity(path: &Path) -> std::io::Result<String> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path)?;
     Ok(format!(

@@ -328,7 +328,7 @@ async fn build_and_run(
         error: e.to_string(),
     };
 
-    toolchain::start(chapter.track);
+    toolchain::start(chapter.track, &opts.cache);
     let editable = prepare::read_editable(chapter, &practice.dir)?;
     let shown = |path: &String| {
         let named = practice.shown_as.get(path).cloned();

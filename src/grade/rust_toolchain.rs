@@ -5,9 +5,10 @@
 //! `~/.cargo/bin`, and the directory above it is the cargo home, where `credentials.toml` keeps registry
 //! tokens. So:
 //!
-//! - **The toolchain** is what `rustc --print sysroot` names (asked once per process, from `/` like the
-//!   build, so rustup picks the same toolchain). The build runs that sysroot's own `cargo` and `rustc`,
-//!   not rustup's proxies, and may read and run that directory and the system's, nothing of rustup's.
+//! - **The toolchain** is what `rustc --print sysroot` names (asked from `/` like the build, so rustup
+//!   picks the same toolchain; the answer is kept in the cache while nothing it depends on changes). The
+//!   build runs that sysroot's own `cargo` and `rustc`, not rustup's proxies, and may read and run that
+//!   directory and the system's, nothing of rustup's.
 //! - **The cargo home** of every build is the cache's own, `<cache>/cargo-home/`: links to the real
 //!   cargo home's `registry/` and `git/` (the packages `cargo fetch` downloaded there, outside the
 //!   sandbox) and the `[source]` table of its configuration (a mirror, say), nothing else. The build may
@@ -67,19 +68,36 @@ impl Toolchain {
 /// What the toolchain reported, once per process.
 static FOUND: OnceCell<Result<Toolchain, String>> = OnceCell::const_new();
 
-/// The question, when [`start`] has asked it and no one has waited for the answer yet.
-static ASKED: Mutex<Option<Child>> = Mutex::new(None);
+/// Where [`start`] left the question: answered from the cache's record, or asked and not yet waited for.
+enum Asked {
+    Recalled(PathBuf),
+    Asking {
+        child: Child,
+        record: PathBuf,
+        key: String,
+    },
+}
 
-/// Starts asking for the toolchain, so that [`find`] later only waits for the answer: rustc (through
-/// rustup's proxy) answers in about the time the grade takes to read and prepare the files meanwhile.
-pub fn start() {
+static ASKED: Mutex<Option<Asked>> = Mutex::new(None);
+
+/// Starts finding the toolchain, so that [`find`] later only waits for the answer. The answer of an
+/// earlier grade is kept in the cache (`<cache>/toolchain`), with everything it depends on; while none of
+/// that changed, no process is started. Otherwise rustc (through rustup's proxy) answers meanwhile, in
+/// about the time the grade takes to read and prepare the files.
+pub fn start(cache: &Path) {
     if FOUND.initialized() {
         return;
     }
     let mut asked = ASKED.lock().unwrap_or_else(|e| e.into_inner());
-    if asked.is_none() {
-        *asked = ask().ok();
+    if asked.is_some() {
+        return;
     }
+    let record = cache.join("toolchain");
+    let key = question();
+    *asked = match recall(&record, &key) {
+        Some(sysroot) => Some(Asked::Recalled(sysroot)),
+        None => ask().ok().map(|child| Asked::Asking { child, record, key }),
+    };
 }
 
 /// The toolchain the grader's environment selects.
@@ -113,25 +131,74 @@ fn ask() -> io::Result<Child> {
         .spawn()
 }
 
-/// The answer to [`ask`], then the tools in that sysroot.
+/// Everything the answer of `rustc --print sysroot` in `/` depends on, hashed: which `rustc` (the
+/// variables that name it, the file it resolves to and its identity) and, for rustup's proxy, what
+/// selects a toolchain (`RUSTUP_*` variables, the home, rustup's settings, toolchain files in `/`).
+fn question() -> String {
+    let mut text = String::new();
+    let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| {
+            let k = k.to_string_lossy();
+            ["RUSTC", "PATH", "HOME"].contains(&k.as_ref()) || k.starts_with("RUSTUP_")
+        })
+        .collect();
+    vars.sort();
+    for (k, v) in &vars {
+        text.push_str(&format!(
+            "{}={}\n",
+            k.to_string_lossy(),
+            v.to_string_lossy()
+        ));
+    }
+    let named = PathBuf::from(rustc());
+    let named = if named.components().count() > 1 {
+        Some(named)
+    } else {
+        crate::sandbox::find_on_path("rustc")
+    };
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".rustup")));
+    let files = [
+        named.and_then(|n| std::fs::canonicalize(n).ok()),
+        rustup_home.map(|h| h.join("settings.toml")),
+        Some(PathBuf::from("/rust-toolchain")),
+        Some(PathBuf::from("/rust-toolchain.toml")),
+    ];
+    for file in files.into_iter().flatten() {
+        let identity = super::build::file_identity(&file).unwrap_or_else(|_| "absent".into());
+        text.push_str(&format!("{} {identity}\n", file.display()));
+    }
+    crate::metadata::fingerprint(text.as_bytes())
+}
+
+/// The sysroot recorded for `key`, if it is still a toolchain.
+fn recall(record: &Path, key: &str) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(record).ok()?;
+    let (recorded, sysroot) = text.trim_end().split_once('\n')?;
+    let sysroot = PathBuf::from(sysroot);
+    (recorded == key && sysroot.join("bin/rustc").is_file()).then_some(sysroot)
+}
+
+/// The answer, from [`start`]'s record or question (asked now if it was not), then the tools in that
+/// sysroot.
 async fn answer() -> Result<Toolchain, String> {
     let rustc = rustc();
-    let named = || Path::new(&rustc).display().to_string();
     let asked = ASKED.lock().unwrap_or_else(|e| e.into_inner()).take();
-    let child = match asked {
-        Some(child) => child,
-        None => ask().map_err(|e| format!("{}: {e}", named()))?,
+    let sysroot = match asked {
+        Some(Asked::Recalled(sysroot)) => sysroot,
+        Some(Asked::Asking { child, record, key }) => {
+            let sysroot = sysroot(child, &rustc).await?;
+            // Best effort: without a record, the next grade asks again.
+            let text = format!("{key}\n{}\n", sysroot.display());
+            let _ = crate::atomic_file::write(&record, text.as_bytes());
+            sysroot
+        }
+        None => {
+            let child = ask().map_err(|e| format!("{}: {e}", Path::new(&rustc).display()))?;
+            sysroot(child, &rustc).await?
+        }
     };
-    let out = child
-        .wait_with_output()
-        .await
-        .map_err(|e| format!("{}: {e}", named()))?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim_end().to_string());
-    }
-    let reported = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    let sysroot = std::fs::canonicalize(&reported)
-        .map_err(|e| format!("`rustc --print sysroot` named {reported:?}: {e}"))?;
     // The sysroot's own tools; a toolchain without them in its `bin`: those the grader names, resolved.
     let tool = |name: &str, named: Option<OsString>| {
         let own = sysroot.join("bin").join(name);
@@ -149,6 +216,20 @@ async fn answer() -> Result<Toolchain, String> {
         rustc: tool("rustc", Some(rustc.clone()))?,
         sysroot,
     })
+}
+
+/// What `child` (`rustc --print sysroot`) printed, resolved.
+async fn sysroot(child: Child, rustc: &OsString) -> Result<PathBuf, String> {
+    let out = child
+        .wait_with_output()
+        .await
+        .map_err(|e| format!("{}: {e}", Path::new(rustc).display()))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim_end().to_string());
+    }
+    let reported = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    std::fs::canonicalize(&reported)
+        .map_err(|e| format!("`rustc --print sysroot` named {reported:?}: {e}"))
 }
 
 /// The cargo home the grader's own cargo uses: `CARGO_HOME`, else `~/.cargo`.
@@ -251,6 +332,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(source_config(real.path()), None);
+    }
+
+    #[test]
+    fn a_recorded_answer_is_used_only_for_the_same_question_and_a_toolchain_still_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let sysroot = dir.path().join("toolchain");
+        std::fs::create_dir_all(sysroot.join("bin")).unwrap();
+        std::fs::write(sysroot.join("bin/rustc"), b"").unwrap();
+        let record = dir.path().join("record");
+        std::fs::write(&record, format!("k1\n{}\n", sysroot.display())).unwrap();
+        assert_eq!(recall(&record, "k1"), Some(sysroot.clone()));
+        assert_eq!(recall(&record, "k2"), None);
+        std::fs::remove_file(sysroot.join("bin/rustc")).unwrap();
+        assert_eq!(recall(&record, "k1"), None);
+        assert_eq!(recall(&dir.path().join("none"), "k1"), None);
+        // The question is the same while nothing it depends on changes.
+        assert_eq!(question(), question());
     }
 
     #[test]

@@ -59,10 +59,11 @@ pub fn dependencies_to_compile(track: Track, slot: &BuildDir) -> Option<usize> {
     Some(lock.matches("[[package]]").count().max(1))
 }
 
-/// Starts what the build will need to know about `track`'s toolchain, while the grade prepares.
-pub fn start(track: Track) {
+/// Starts what the build will need to know about `track`'s toolchain, while the grade prepares; `cache`
+/// is the cache root, where the answer is remembered.
+pub fn start(track: Track, cache: &std::path::Path) {
     if track == Track::Rust {
-        super::rust_toolchain::start();
+        super::rust_toolchain::start(cache);
     }
 }
 
