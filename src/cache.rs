@@ -4,7 +4,9 @@
 //! ```text
 //! <cache>/work/<id>-<hash>/slot-<n>/       a build directory: given files + the editable files last graded
 //! <cache>/work/<id>-<hash>/slot-<n>.lock   held by the grade that uses that slot
-//! <cache>/target/<id>-<hash>/slot-<n>/     that slot's CARGO_TARGET_DIR
+//! <cache>/work/<id>-<hash>/slot-<n>.occupant   whose build the slot holds (grade/occupant.rs)
+//! <cache>/target/<id>-<hash>/slot-<n>/     that slot's cargo target directory
+//! <cache>/cargo-home/                      every build's CARGO_HOME (grade/rust_toolchain.rs)
 //! ```
 //!
 //! `<id>-<hash>` names a chapter and one version of its given files. Each such key has a few *slots*:

@@ -298,9 +298,10 @@ fn a_file_in_the_home_is_unreadable_at_compile_time() {
     let secret = home.secret.display().to_string();
     write_loop(
         &dir,
+        // After the file's inner doc comments, which must come first: the read is the only error.
         &format!(
-            "const LEAK: &str = include_str!({secret:?});\n{}",
-            solution_starting_with("let _ = LEAK;")
+            "{}\nconst LEAK: &str = include_str!({secret:?});\n",
+            solution_starting_with(r#"panic!("LEAK {LEAK}");"#)
         ),
     );
     let (report, text) = reports_with_home(&dir, &home);
@@ -309,9 +310,10 @@ fn a_file_in_the_home_is_unreadable_at_compile_time() {
     }
     assert_eq!(report["status"], "error", "{report}");
     assert!(!text.contains(SECRET), "the secret leaked:\n{text}");
+    let message = report["message"].as_str().unwrap();
     assert!(
-        text.contains("secret.txt"),
-        "rustc's error names the file:\n{text}"
+        message.contains("secret.txt") && message.contains("Permission denied"),
+        "rustc's error names the file it could not read:\n{message}"
     );
 }
 
@@ -1688,4 +1690,451 @@ fn an_earlier_grades_answers_replayed_earn_nothing_on_a_fresh_grade() {
         report_tests(&again).len()
     );
     assert!(passed(&again) > 0, "{again:#}");
+}
+
+/// The cargo home as the grader's machine has it: `CARGO_HOME` or `~/.cargo`.
+fn real_cargo_home() -> PathBuf {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"))
+}
+
+/// A registry token no report may ever show.
+const TOKEN: &str = "cio-TOKEN-3b8e1d0f";
+
+/// A cargo home laid out as rustup lays one out (`bin/cargo` a link to the `rustup` beside it), with the
+/// downloaded packages of the real one and a `credentials.toml` holding [`TOKEN`]; `PATH` for a grader
+/// that finds its cargo there.
+struct RustupCargoHome {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    search_path: String,
+}
+
+fn rustup_cargo_home() -> RustupCargoHome {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().join("cargo-home");
+    let bin = path.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let real = real_cargo_home();
+    // A copy of rustup, not a link to it: the layout is the standard one, rooted here.
+    let rustup = real.join("bin/rustup");
+    if rustup.is_file() {
+        fs::copy(&rustup, bin.join("rustup")).unwrap();
+        for proxy in ["cargo", "rustc"] {
+            std::os::unix::fs::symlink("rustup", bin.join(proxy)).unwrap();
+        }
+    } else {
+        // A toolchain without rustup: its cargo, linked.
+        let cargo = std::env::var_os("CARGO").expect("cargo runs the tests");
+        std::os::unix::fs::symlink(cargo, bin.join("cargo")).unwrap();
+    }
+    std::os::unix::fs::symlink(real.join("registry"), path.join("registry")).unwrap();
+    fs::write(
+        path.join("credentials.toml"),
+        format!("[registry]\ntoken = \"{TOKEN}\"\n"),
+    )
+    .unwrap();
+    let search_path = format!("{}:/usr/bin:/bin", bin.display());
+    RustupCargoHome {
+        _dir: dir,
+        path,
+        search_path,
+    }
+}
+
+/// `grade` in every format with HOME set to `home` and the toolchain found through `cargo_home`, as one
+/// text.
+fn reports_with_cargo_home(
+    dir: &Path,
+    home: &Home,
+    cargo_home: &RustupCargoHome,
+) -> (Value, String) {
+    let real_home = PathBuf::from(std::env::var_os("HOME").unwrap());
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| real_home.join(".rustup"));
+    let junit = home.path.join("report.xml");
+    let run = |args: &[&str]| {
+        pi_course(dir)
+            .env("HOME", &home.path)
+            .env("CARGO_HOME", &cargo_home.path)
+            .env("RUSTUP_HOME", &rustup_home)
+            .env("PATH", &cargo_home.search_path)
+            .env_remove("CARGO")
+            .env_remove("RUSTC")
+            .arg("grade")
+            .arg(dir)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let human = run(&["--junit", junit.to_str().unwrap()]);
+    let json = run(&["--format", "json"]);
+    let report: Value =
+        serde_json::from_slice(&json.stdout).unwrap_or_else(|e| panic!("{e}\n{}", describe(&json)));
+    let text = format!(
+        "{}{}{}{}{}",
+        stdout(&human),
+        stderr(&human),
+        stdout(&json),
+        stderr(&json),
+        fs::read_to_string(&junit).unwrap_or_default()
+    );
+    (report, text)
+}
+
+#[test]
+fn the_cargo_home_and_its_credentials_are_unreadable_at_compile_time() {
+    let home = home();
+    let cargo_home = rustup_cargo_home();
+    let (_tmp, dir) = practice();
+    let credentials = cargo_home.path.join("credentials.toml");
+    // Named outright, and found through the build's environment.
+    for source in [
+        format!("{:?}", credentials.display().to_string()),
+        r#"concat!(env!("CARGO_HOME"), "/credentials.toml")"#.to_string(),
+    ] {
+        write_loop(
+            &dir,
+            &format!(
+                "{}\nconst LEAK: &str = include_str!({source});\n",
+                solution_starting_with(r#"panic!("LEAK {LEAK}");"#)
+            ),
+        );
+        let (report, text) = reports_with_cargo_home(&dir, &home, &cargo_home);
+        if !sandboxed(&report) {
+            return;
+        }
+        assert!(!text.contains(TOKEN), "{source}: the token leaked:\n{text}");
+        assert_eq!(report["status"], "error", "{source}: {report}");
+        assert!(
+            text.contains("credentials.toml"),
+            "{source}: rustc's error names the file it tried to read:\n{text}"
+        );
+    }
+    // The literal path is refused by the sandbox, not missing.
+    write_loop(
+        &dir,
+        &format!(
+            "{}\nconst LEAK: &str = include_str!({:?});\n",
+            solution_starting_with(r#"panic!("LEAK {LEAK}");"#),
+            credentials.display().to_string(),
+        ),
+    );
+    let (report, text) = reports_with_cargo_home(&dir, &home, &cargo_home);
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_build_environment_names_nothing_of_the_grader() {
+    let home = home();
+    let cargo_home = rustup_cargo_home();
+    let (_tmp, dir) = practice();
+    let attack = r#"panic!("ENV HOME={:?} CARGO_HOME={:?} PATH={:?} TARGET={:?} USER={:?} RUSTUP_HOME={:?}", option_env!("HOME"), option_env!("CARGO_HOME"), option_env!("PATH"), option_env!("CARGO_TARGET_DIR"), option_env!("USER"), option_env!("RUSTUP_HOME"));"#;
+    write_loop(&dir, &solution_starting_with(attack));
+    let (report, text) = reports_with_cargo_home(&dir, &home, &cargo_home);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert!(text.contains("ENV HOME="), "the attack ran:\n{text}");
+    let messages: String = report_tests(&report)
+        .iter()
+        .filter_map(|(_, t)| t["message"].as_str())
+        .collect();
+    let env_line = messages
+        .lines()
+        .find(|l| l.contains("ENV HOME="))
+        .expect("a message carries the build's environment");
+    for (what, path) in [
+        ("the home", home.path.clone()),
+        ("the cargo home", cargo_home.path.clone()),
+        ("the real cargo home", real_cargo_home()),
+        ("the practice directory", dir.clone()),
+    ] {
+        let path = path.display().to_string();
+        assert!(
+            !env_line.contains(&path),
+            "the build's environment names {what} ({path}): {env_line}"
+        );
+    }
+    for name in ["TARGET", "USER", "RUSTUP_HOME"] {
+        assert!(
+            env_line.contains(&format!("{name}=None")),
+            "{name} reaches the build: {env_line}"
+        );
+    }
+}
+
+/// Every text file under `dir`, concatenated: whatever a class run wrote.
+fn all_text(dir: &Path) -> String {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| fs::read_to_string(e.path()).ok())
+        .collect()
+}
+
+/// The learner outputs in a build slot's target, by name (rustc's and cargo's for the practice crate).
+fn learner_outputs(target: &Path) -> Vec<PathBuf> {
+    let debug = target.join("debug");
+    // `<name>-<hash>` (and an extension), not a dependency's `pi-course-07-api-<hash>`.
+    let is_learners = |name: &str| {
+        ["ch07-", "libpi_course-", "pi_course-", "pi-course-07-"]
+            .iter()
+            .any(|p| name.strip_prefix(p).is_some_and(|hash| !hash.contains('-')))
+    };
+    let mut found = Vec::new();
+    for dir in ["deps", "incremental", ".fingerprint"] {
+        for entry in fs::read_dir(debug.join(dir))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if is_learners(&entry.file_name().to_string_lossy()) {
+                found.extend(
+                    walkdir::WalkDir::new(entry.path())
+                        .into_iter()
+                        .flatten()
+                        .filter(|e| e.file_type().is_file())
+                        .map(|e| e.into_path()),
+                );
+            }
+        }
+    }
+    found
+}
+
+const ALICE_MARK: &str = "ALICE-MARK-5d1e77";
+
+#[test]
+fn a_reused_build_slot_holds_nothing_of_the_previous_learner() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let cache = tmp.path().join("cache");
+    let subs = tmp.path().join("subs");
+    fs::create_dir_all(&subs).unwrap();
+    let class = |subs: &Path, out: &str| {
+        let out = pi_course(tmp.path())
+            .env("PI_COURSE_CACHE", &cache)
+            .args(["grade-class", subs.to_str().unwrap(), "--out", out])
+            // The first build compiles the dependencies into this cache, maybe on a busy machine.
+            .args(["--jobs", "1", "--format", "json", "--build-timeout", "900"])
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_some(), "{}", describe(&out));
+        out
+    };
+    // Alice's loop holds a string no one else's has.
+    let alice = solution_starting_with(&format!("std::hint::black_box({ALICE_MARK:?});"));
+    fs::write(subs.join("alice.rs"), &alice).unwrap();
+    class(&subs, "run1");
+    let summary = class_summary(&tmp.path().join("run1"));
+    assert_eq!(
+        learner_row(&summary, "alice")["status"],
+        "pass",
+        "{summary:#}"
+    );
+    // What an attacker learns by grading at home: the build key and the names of the test executable
+    // and the crate's library (the same in every slot and every cache).
+    let targets = cache.join("target");
+    let key = names(&targets).into_iter().next().expect("a build key");
+    let deps = targets.join(&key).join("slot-0/debug/deps");
+    let named = |prefix: &str| {
+        names(&deps)
+            .into_iter()
+            .find(|n| n.starts_with(prefix) && !n.ends_with(".d") && !n.ends_with(".rmeta"))
+            .unwrap_or_else(|| panic!("no {prefix}* in {}", deps.display()))
+    };
+    let exe = named("ch07-");
+
+    // Zed's loop is Alice's with her mark taken out (so it builds where hers did) and a probe put in: it
+    // reads her test executable from the slot's target, found from its own manifest directory. (Her
+    // library is no use to it: rustc removes it before it compiles Zed's.)
+    let read = |file: &str| {
+        format!(
+            r#"include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../target/{key}/slot-0/debug/deps/{file}"))"#
+        )
+    };
+    let probe = r#"let needle = ["ALICE-MARK", "-5d1e77"].concat(); let has = |b: &[u8]| b.windows(needle.len()).any(|w| w == needle.as_bytes()); panic!("PROBE exe={}", has(PREVIOUS_EXE));"#;
+    let zed = format!(
+        "{}\nstatic PREVIOUS_EXE: &[u8] = {};\n",
+        solution_starting_with(probe),
+        read(&exe),
+    );
+    assert!(!zed.contains(ALICE_MARK));
+    fs::write(subs.join("zed.rs"), &zed).unwrap();
+    let run2 = tmp.path().join("run2");
+    class(&subs, "run2");
+    let summary = class_summary(&run2);
+    assert_eq!(
+        learner_row(&summary, "alice")["status"],
+        "pass",
+        "{summary:#}"
+    );
+    let zed_report = fs::read_to_string(run2.join("learners/zed.json")).unwrap();
+    assert!(
+        !all_text(&run2).contains(ALICE_MARK),
+        "alice's mark is in the class's reports"
+    );
+    assert!(
+        !zed_report.contains("exe=true"),
+        "zed's build read alice's compiled loop: {zed_report}"
+    );
+    // The read was attempted, and found nothing there.
+    assert!(zed_report.contains(&exe), "{zed_report}");
+    assert!(zed_report.contains("No such file"), "{zed_report}");
+
+    // Carol's loop is close to Alice's, so it builds in the same slot: nothing of the previous
+    // learner's build (its incremental data, fingerprints, library, executable) is reused.
+    let carol_subs = tmp.path().join("subs-carol");
+    fs::create_dir_all(&carol_subs).unwrap();
+    fs::write(
+        carol_subs.join("carol.rs"),
+        format!("{}\n// carol\n", solution()),
+    )
+    .unwrap();
+    let slot0 = targets.join(&key).join("slot-0");
+    assert!(!learner_outputs(&slot0).is_empty());
+    let before = std::time::SystemTime::now();
+    std::thread::sleep(Duration::from_millis(20));
+    class(&carol_subs, "run3");
+    let summary = class_summary(&tmp.path().join("run3"));
+    assert_eq!(
+        learner_row(&summary, "carol")["status"],
+        "pass",
+        "{summary:#}"
+    );
+    let outputs = learner_outputs(&slot0);
+    assert!(
+        outputs
+            .iter()
+            .any(|p| p.to_string_lossy().contains("/incremental/")),
+        "carol's build is incremental"
+    );
+    let older: Vec<&PathBuf> = outputs
+        .iter()
+        .filter(|p| fs::metadata(p).unwrap().modified().unwrap() < before)
+        .collect();
+    assert!(
+        older.is_empty(),
+        "carol's build reused the previous learner's outputs: {older:#?}"
+    );
+}
+
+/// A naked function that the loader runs before `main`: its assembly lists it in `.init_array` and
+/// prints a line. No `unsafe` block, no `global_asm!`: `#![forbid(unsafe_code)]` lets it through.
+#[cfg(target_arch = "x86_64")]
+const BEFORE_MAIN: &str = r#"
+/// Runs before `main`.
+#[unsafe(naked)]
+pub extern "C" fn before_main() {
+    std::arch::naked_asm!(
+        ".pushsection .init_array,\"aw\"",
+        ".balign 8",
+        ".quad {f}",
+        ".popsection",
+        "lea rsi, [rip + 2f]",
+        "mov edi, 1",
+        "mov edx, 13",
+        "mov eax, 1",
+        "syscall",
+        "ret",
+        "2:",
+        ".ascii \"NAKED-RAN-42\\n\"",
+        f = sym before_main,
+    )
+}
+"#;
+
+/// The test executable of the practice directory `dir`, built by plain cargo (outside the grader, with
+/// a target directory of this test's own).
+fn plain_cargo_build(dir: &Path) -> PathBuf {
+    let out =
+        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args([
+                "test",
+                "--no-run",
+                "--locked",
+                "--test",
+                "ch07",
+                "--message-format=json",
+            ])
+            .current_dir(dir)
+            .env(
+                "CARGO_TARGET_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("attacks-plain-target"),
+            )
+            .output()
+            .unwrap();
+    assert!(
+        out.status.success(),
+        "plain cargo build\n{}",
+        describe(&out)
+    );
+    stdout(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .next_back()
+        .expect("cargo names the test executable")
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn code_that_runs_before_main_is_refused_before_the_build() {
+    let (_tmp, dir) = practice();
+    let code = solution_starting_with("std::hint::black_box(before_main as extern \"C\" fn());")
+        + BEFORE_MAIN;
+    write_loop(&dir, &code);
+    // Built as a learner would build it, the attack runs before the tests' `main`.
+    let exe = plain_cargo_build(&dir);
+    let out = std::process::Command::new(&exe)
+        .arg("--list")
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).starts_with("NAKED-RAN-42\n"),
+        "the naked function did not run before main\n{}",
+        describe(&out)
+    );
+
+    // The grader refuses it before building, naming the line and what it is.
+    let line = code
+        .lines()
+        .position(|l| l == "#[unsafe(naked)]")
+        .expect("the attribute's line")
+        + 1;
+    for (lang, words) in [("zh", "不允许"), ("en", "not allowed")] {
+        let (code, report) = grade_json(&dir, &["--lang", lang]);
+        assert_eq!(code, 1, "{report}");
+        assert_eq!(report["status"], "error", "{report}");
+        let message = report["message"].as_str().unwrap();
+        assert!(!message.contains("NAKED-RAN"), "{message}");
+        assert!(message.contains(words), "{lang}: {message}");
+        assert!(message.contains("naked"), "{lang}: {message}");
+        assert!(
+            message.contains(&format!("src/agent_loop.rs:{line}:")),
+            "{lang}: the message names line {line}: {message}"
+        );
+        for group in report["groups"].as_array().unwrap() {
+            assert_eq!(group["status"], "error", "{group}");
+        }
+    }
+
+    // The check reads code, not text: the same words in comments and strings are fine.
+    let mentions = r##"
+// Not used here: asm!, naked_asm!, #[unsafe(naked)], #[no_mangle], extern "C" { }.
+/// Nor `#[link_section = ".init_array"]` or `global_asm!`.
+pub const NOTES: &str = r#"naked_asm!("ret") #[used] extern crate alloc; extern "C" { }"#;
+"##;
+    write_loop(&dir, &(solution_starting_with("let _ = NOTES;") + mentions));
+    let (code, report) = grade_json(&dir, &[]);
+    assert_eq!(code, 0, "{report}");
 }

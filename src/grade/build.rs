@@ -13,6 +13,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 use super::outcome::Problem;
+use super::rust_toolchain::{self, Toolchain};
 use crate::process;
 use crate::sandbox::{BuildPaths, Sandbox};
 
@@ -78,13 +79,13 @@ struct Diagnostic {
     spans: Vec<serde_json::Value>,
 }
 
-/// `cargo SUBCOMMAND --manifest-path <build dir>/Cargo.toml`, started in `/`.
+/// `CARGO SUBCOMMAND --manifest-path <build dir>/Cargo.toml`, started in `/`.
 ///
 /// Why `/`: cargo reads `.cargo/config.toml` from its working directory and every directory above it.
 /// Started in the build directory, it would read any configuration planted in the cache or above it (a
 /// `rustc-wrapper` that runs in every later build). From `/`, it reads only `/` and the cargo home's.
-fn cargo(subcommand: &str, build_dir: &Path) -> Command {
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+fn cargo(cargo: &Path, subcommand: &str, build_dir: &Path) -> Command {
+    let mut cmd = Command::new(cargo);
     cmd.arg(subcommand)
         .arg("--manifest-path")
         .arg(build_dir.join("Cargo.toml"))
@@ -97,15 +98,17 @@ fn cargo(subcommand: &str, build_dir: &Path) -> Command {
 /// The packages the build needs are fetched first, outside the sandbox (the manifest and lock file are
 /// the pristine given ones); the build itself runs confined and offline, and is stopped at the timeout.
 pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Built, Problem> {
-    fetch(req).await?;
+    let toolchain = rust_toolchain::find().await?;
+    fetch(req, &toolchain).await?;
     let deadline = tokio::time::Instant::now() + req.timeout;
-    let mut built = compile(req, on_crate, deadline).await?;
+    let paths = build_paths(req, &toolchain)?;
+    let mut built = compile(req, &toolchain, &paths, on_crate, deadline).await?;
     match verify(&built, req.target_dir) {
         Ok(()) => Ok(Built { exe: built.exe }),
         Err(_) => {
             // Tampered with since it was built: build it again from scratch, once.
             let _ = std::fs::remove_file(&built.exe);
-            built = compile(req, on_crate, deadline).await?;
+            built = compile(req, &toolchain, &paths, on_crate, deadline).await?;
             verify(&built, req.target_dir).map_err(|_| Problem::TamperedExecutable {
                 path: built.exe.display().to_string(),
             })?;
@@ -114,13 +117,34 @@ pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Bu
     }
 }
 
-/// `cargo fetch --locked`, once per target directory: the build after it runs offline.
-async fn fetch(req: &BuildRequest<'_>) -> Result<(), Problem> {
+/// What the confined build may touch (see [`rust_toolchain`]): the toolchain, the cache's cargo home and
+/// the packages it links to, the slot and its target directory.
+fn build_paths(req: &BuildRequest<'_>, toolchain: &Toolchain) -> Result<BuildPaths, Problem> {
+    let (cargo_home, packages) =
+        rust_toolchain::cargo_home(req.cache).map_err(|e| Problem::Io {
+            what: req.cache.join("cargo-home").display().to_string(),
+            error: e.to_string(),
+        })?;
+    Ok(BuildPaths {
+        package: req.build_dir.to_path_buf(),
+        target: req.target_dir.to_path_buf(),
+        toolchain: toolchain.granted(),
+        read: std::iter::once(cargo_home.clone())
+            .chain(packages)
+            .collect(),
+        env: toolchain.env(&cargo_home),
+    })
+}
+
+/// `cargo fetch --locked`, once per target directory: the build after it runs offline. It runs with the
+/// grader's own environment and cargo home (it downloads into it), outside the sandbox, and compiles
+/// nothing.
+async fn fetch(req: &BuildRequest<'_>, toolchain: &Toolchain) -> Result<(), Problem> {
     let marker = req.target_dir.join(".pi-course-fetched");
     if marker.is_file() {
         return Ok(());
     }
-    let mut cmd = cargo("fetch", req.build_dir);
+    let mut cmd = cargo(&toolchain.cargo, "fetch", req.build_dir);
     cmd.arg("--locked")
         .env("CARGO_TERM_PROGRESS_WHEN", "never")
         .env("CARGO_TERM_COLOR", "never")
@@ -148,6 +172,54 @@ async fn fetch(req: &BuildRequest<'_>) -> Result<(), Problem> {
         })
 }
 
+/// Removes what the last build made of the practice crate (see [`super::occupant`]): `cargo clean -p`
+/// knows where cargo keeps each of its outputs (the library, the test executable, incremental data,
+/// fingerprints, dependency files), whatever its version; the dependencies' outputs stay. Confined like
+/// the build.
+pub async fn clear_learner_outputs(req: &BuildRequest<'_>) -> Result<(), Problem> {
+    if !crate::cache::is_built(req.target_dir) {
+        return Ok(());
+    }
+    let toolchain = rust_toolchain::find().await?;
+    let package = manifest_package(req.build_dir)?;
+    let paths = build_paths(req, &toolchain)?;
+    let mut cmd = cargo(&toolchain.cargo, "clean", req.build_dir);
+    cmd.args(["--offline", "--locked", "--quiet", "-p", &package])
+        .arg("--target-dir")
+        .arg(req.target_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let (child, _group) = spawn_confined(req, &mut cmd, &paths, "cargo clean")?;
+    let out = child.wait_with_output().await.map_err(|e| Problem::Io {
+        what: "cargo clean".into(),
+        error: e.to_string(),
+    })?;
+    if !out.status.success() {
+        return Err(Problem::Cargo {
+            output: cargo_output(&String::from_utf8_lossy(&out.stderr)),
+        });
+    }
+    Ok(())
+}
+
+/// The name of the package in `build_dir` (its given manifest's `[package] name`).
+fn manifest_package(build_dir: &Path) -> Result<String, Problem> {
+    let path = build_dir.join("Cargo.toml");
+    let problem = |error: String| Problem::Io {
+        what: path.display().to_string(),
+        error,
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| problem(e.to_string()))?;
+    let manifest: toml::Table = toml::from_str(&text).map_err(|e| problem(e.to_string()))?;
+    manifest
+        .get("package")
+        .and_then(|p| p.get("name"))
+        .and_then(|n| n.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| problem("no [package] name".into()))
+}
+
 /// What one confined `cargo test --no-run` produced.
 struct Compiled {
     exe: PathBuf,
@@ -157,6 +229,8 @@ struct Compiled {
 
 async fn compile(
     req: &BuildRequest<'_>,
+    toolchain: &Toolchain,
+    paths: &BuildPaths,
     on_crate: &dyn Fn(&str),
     deadline: tokio::time::Instant,
 ) -> Result<Compiled, Problem> {
@@ -165,7 +239,7 @@ async fn compile(
     } else {
         "json"
     };
-    let mut cmd = cargo("test", req.build_dir);
+    let mut cmd = cargo(&toolchain.cargo, "test", req.build_dir);
     cmd.args([
         "--no-run",
         "--locked",
@@ -173,16 +247,14 @@ async fn compile(
         "--test",
         req.test_target,
     ])
+    // An argument, not CARGO_TARGET_DIR: rustc inherits cargo's environment, and `env!` would show it.
+    .arg("--target-dir")
+    .arg(req.target_dir)
     .arg(format!("--message-format={format}"))
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
-    let paths = BuildPaths {
-        package: req.build_dir.to_path_buf(),
-        target: req.target_dir.to_path_buf(),
-        read: Vec::new(),
-    };
-    let (mut child, group) = spawn_confined(req, &mut cmd, &paths, "cargo")?;
+    let (mut child, group) = spawn_confined(req, &mut cmd, paths, "cargo")?;
     let stderr = tokio::spawn(process::capture(child.stderr.take().expect("piped stderr")));
     let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
 
@@ -303,7 +375,7 @@ fn verify(built: &Compiled, target_dir: &Path) -> std::io::Result<()> {
 /// times. Any write to the file, or a file put in its place, moves the status-change time to the present,
 /// and no call lets a program set it back; so this tells a changed executable as surely as hashing its
 /// megabytes would, in microseconds.
-fn file_identity(path: &Path) -> std::io::Result<String> {
+pub fn file_identity(path: &Path) -> std::io::Result<String> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path)?;
     Ok(format!(

@@ -13,9 +13,12 @@ pub mod build;
 pub mod channel;
 pub mod last;
 pub mod node;
+pub mod occupant;
 pub mod outcome;
 pub mod prepare;
+pub mod refuse;
 pub mod runner;
+pub mod rust_toolchain;
 pub mod test_command;
 pub mod toolchain;
 
@@ -320,7 +323,22 @@ async fn build_and_run(
         error: e.to_string(),
     };
 
+    toolchain::start(chapter.track, &opts.cache);
     let editable = prepare::read_editable(chapter, &practice.dir)?;
+    let shown = |path: &String| {
+        let named = practice.shown_as.get(path).cloned();
+        named.unwrap_or_else(|| prepare::shown_path(&practice.dir, path))
+    };
+    // Refused constructs fail the build as a compile error would: the learner fixes their file.
+    let refused = toolchain::refused(chapter.track, &editable);
+    if !refused.is_empty() {
+        let rendered = refused
+            .iter()
+            .map(|(path, found)| refuse::render(found, &shown(path), opts.lang))
+            .collect();
+        let errors = refused.iter().map(|(_, found)| found.len()).sum();
+        return Err(Problem::Compile { rendered, errors });
+    }
     let key = cache::build_key(chapter);
     let files: Vec<(&str, &[u8])> = editable
         .iter()
@@ -350,17 +368,18 @@ async fn build_and_run(
         renames: chapter
             .editable
             .iter()
-            .map(|p| {
-                let shown = practice.shown_as.get(p).cloned();
-                (
-                    p.clone(),
-                    shown.unwrap_or_else(|| prepare::shown_path(&practice.dir, p)),
-                )
-            })
+            .map(|p| (p.clone(), shown(p)))
             .collect(),
         sandbox: &opts.sandbox,
         timeout: opts.build_timeout,
     };
+    // The slot's outputs of another learner's file are removed before this build can read them.
+    let occupant = occupant::Occupant::of(practice, &editable);
+    let slot_io = |e: std::io::Error| io_problem(&build_dir.path.display().to_string(), e);
+    if !occupant.may_reuse(&build_dir) {
+        toolchain::clear_learner_outputs(chapter.track, &request).await?;
+    }
+    occupant.record(&build_dir, false).map_err(slot_io)?;
     let command = toolchain::build(chapter.track, &request, &|name| {
         crates.set(crates.get() + 1);
         progress(Stage::Building {
@@ -369,8 +388,13 @@ async fn build_and_run(
             first_of,
         });
     })
-    .await
-    .map_err(|problem| {
+    .await;
+    if command.is_ok() {
+        // Unrecorded, the slot still names this learner, with outputs of no known files: the next
+        // learner's grade clears them.
+        let _ = occupant.record(&build_dir, true);
+    }
+    let command = command.map_err(|problem| {
         // A cache removed under a running build makes cargo and rustc fail in ways that look like the
         // learner's errors ("could not write output"): say what really happened.
         let manifest = toolchain::manifest(chapter.track);

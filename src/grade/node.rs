@@ -103,6 +103,31 @@ pub async fn build(req: &BuildRequest<'_>, on_step: &dyn Fn(&str)) -> Result<Tes
     Ok(test_command(req, &node))
 }
 
+/// Removes what the last build compiled (see [`super::occupant`]): `dist/`, where tsc also keeps its
+/// incremental record, and any such record beside it.
+pub fn clear_learner_outputs(req: &BuildRequest<'_>) -> Result<(), Problem> {
+    let io = |path: &Path, e: std::io::Error| Problem::Io {
+        what: path.display().to_string(),
+        error: e.to_string(),
+    };
+    let dist = req.build_dir.join(DIST);
+    match std::fs::remove_dir_all(&dist) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&dist, e)),
+        _ => {}
+    }
+    let entries = std::fs::read_dir(req.build_dir).map_err(|e| io(req.build_dir, e))?;
+    for entry in entries.flatten() {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".tsbuildinfo")
+        {
+            std::fs::remove_file(entry.path()).map_err(|e| io(&entry.path(), e))?;
+        }
+    }
+    Ok(())
+}
+
 /// `<cache>/node/<hash of package.json and its lock>/`, holding `node_modules/`.
 fn dependencies_dir(req: &BuildRequest<'_>) -> Result<(PathBuf, Vec<u8>, Vec<u8>), Problem> {
     let read = |name: &str| {
@@ -233,9 +258,11 @@ async fn compile(
     let paths = BuildPaths {
         package: req.build_dir.to_path_buf(),
         target: dist,
+        toolchain: vec![node.path.clone()],
         read: std::iter::once(deps.to_path_buf())
             .chain(node_reads())
             .collect(),
+        env: Vec::new(),
     };
     let io_problem = |e: std::io::Error| Problem::Io {
         what: "tsc".into(),

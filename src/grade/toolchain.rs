@@ -9,6 +9,7 @@ use crate::cache::{self, BuildDir};
 
 use super::build::BuildRequest;
 use super::outcome::Problem;
+use super::refuse::Refused;
 use super::test_command::TestCommand;
 use crate::catalog::Track;
 
@@ -30,6 +31,39 @@ pub fn dependencies_to_compile(track: Track, slot: &BuildDir) -> Option<usize> {
     // one), so the count is capped at it.
     let lock = std::fs::read_to_string(slot.path.join("Cargo.lock")).unwrap_or_default();
     Some(lock.matches("[[package]]").count().max(1))
+}
+
+/// Starts what the build will need to know about `track`'s toolchain, while the grade prepares; `cache`
+/// is the cache root, where the answer is remembered.
+pub fn start(track: Track, cache: &std::path::Path) {
+    if track == Track::Rust {
+        super::rust_toolchain::start(cache);
+    }
+}
+
+/// What of the learner's `editable` files (path, bytes) `track` refuses to build, before any build:
+/// (path, what and where). Only Rust's files are checked; see [`super::refuse`].
+pub fn refused(track: Track, editable: &[(String, Vec<u8>)]) -> Vec<(String, Vec<Refused>)> {
+    if track != Track::Rust {
+        return Vec::new();
+    }
+    editable
+        .iter()
+        .filter(|(path, _)| path.ends_with(".rs"))
+        .filter_map(|(path, bytes)| {
+            let found = super::refuse::check(std::str::from_utf8(bytes).ok()?);
+            (!found.is_empty()).then(|| (path.clone(), found))
+        })
+        .collect()
+}
+
+/// Removes what the slot's last build made of the learner's files (see [`super::occupant`]), keeping
+/// the dependencies' outputs.
+pub async fn clear_learner_outputs(track: Track, req: &BuildRequest<'_>) -> Result<(), Problem> {
+    match track {
+        Track::Rust => super::build::clear_learner_outputs(req).await,
+        Track::TypeScript => super::node::clear_learner_outputs(req),
+    }
 }
 
 /// Builds the slot of `req` with `track`'s toolchain. `on_step` is called with each unit of the build as

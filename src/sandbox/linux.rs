@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
@@ -20,7 +20,7 @@ use seccompiler::{
 };
 use tokio::process::Command;
 
-use super::{cargo_home, find_on_path, resolved, rustup_home, BuildPaths, Limits, TestPaths};
+use super::{resolved, BuildPaths, Limits, TestPaths};
 
 /// The highest Landlock ABI whose rights this grader knows how to use.
 const KNOWN_ABI: i32 = 6;
@@ -182,19 +182,15 @@ pub fn confine_build(
     Ok(())
 }
 
-/// What a build may touch: the toolchain, the downloaded packages, its package (read) and its target
-/// directory (write).
+/// What a build may touch: the system, the toolchain, the downloaded packages, its package (read) and
+/// its target directory (write).
 fn build_ruleset(paths: &BuildPaths) -> io::Result<RulesetCreated> {
     let mut ruleset = ruleset()?;
-    for dir in toolchain_dirs() {
-        ruleset = add(ruleset, &dir, code())?;
+    for dir in SYSTEM {
+        ruleset = add(ruleset, Path::new(dir), code())?;
     }
-    if let Some(home) = cargo_home() {
-        // The downloaded packages and the user's cargo configuration (a mirror, say), never the
-        // credentials beside them.
-        for part in ["registry", "git", "config.toml", "config"] {
-            ruleset = add(ruleset, &home.join(part), read())?;
-        }
+    for path in &paths.toolchain {
+        ruleset = add(ruleset, &resolved(path), code())?;
     }
     for file in ["/etc/ld.so.cache", "/dev/urandom"] {
         ruleset = add(ruleset, Path::new(file), read())?;
@@ -205,25 +201,11 @@ fn build_ruleset(paths: &BuildPaths) -> io::Result<RulesetCreated> {
     for path in &paths.read {
         ruleset = add(ruleset, path, read())?;
     }
-    std::fs::create_dir_all(super::tmp_dir(paths))?;
     add(ruleset, &paths.target, write)
 }
 
-/// The directories a build runs code from: the system's, the toolchain's and the cargo home's `bin`.
-fn toolchain_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = ["/usr", "/bin", "/sbin", "/lib", "/lib64"]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
-    dirs.extend(rustup_home());
-    dirs.extend(cargo_home().map(|h| h.join("bin")));
-    // A toolchain installed elsewhere (not by rustup, not under /usr): the prefix of the `cargo` on PATH.
-    if let Some(cargo) = find_on_path("cargo") {
-        let cargo = resolved(&cargo);
-        dirs.extend(cargo.parent().and_then(Path::parent).map(Path::to_path_buf));
-    }
-    dirs
-}
+/// The system's directories a build runs code from (the linker, the C library).
+const SYSTEM: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib64"];
 
 /// The seccomp programs of a test process: no new process (threads are fine), no socket but a local
 /// one, no tracing or reading of other processes, no kernel facilities a test has no use for.

@@ -75,15 +75,21 @@ impl Default for Limits {
     }
 }
 
-/// What a build may read and write.
+/// What a build may read and write, and the environment it runs with.
 #[derive(Debug, Clone)]
 pub struct BuildPaths {
     /// The build slot: the package to build (read only).
     pub package: PathBuf,
     /// Its cargo target directory, or where tsc writes (read and write).
     pub target: PathBuf,
-    /// More the build may read: the TypeScript track's installed dependencies.
+    /// The toolchain's own files and directories, as the toolchain reported them (read and execute),
+    /// besides the system's.
+    pub toolchain: Vec<PathBuf>,
+    /// More the build may read: the downloaded packages, the TypeScript track's installed dependencies.
     pub read: Vec<PathBuf>,
+    /// The toolchain's variables (`RUSTC`, `CARGO_HOME`, a `PATH` of its own), set after the
+    /// environment is cleared.
+    pub env: Vec<(String, std::ffi::OsString)>,
 }
 
 /// What a test process may read and write.
@@ -153,8 +159,10 @@ impl Sandbox {
     }
 
     /// Confines a build command (cargo): see the module docs. Also clears its environment down to what a
-    /// build needs, so nothing of the grader's environment (RUSTFLAGS, a rustc wrapper) reaches it.
+    /// build needs, so nothing of the grader's environment (RUSTFLAGS, a rustc wrapper, the home) reaches
+    /// it.
     pub fn confine_build(&self, cmd: &mut Command, paths: &BuildPaths) -> io::Result<()> {
+        std::fs::create_dir_all(home_dir(paths))?;
         build_environment(cmd, paths);
         #[cfg(target_os = "linux")]
         {
@@ -225,30 +233,18 @@ fn support() -> Result<(), String> {
     }
 }
 
-/// The environment of a build: the toolchain's variables and nothing else of the grader's.
+/// The environment of a build: nothing of the grader's. `env!` in the learner's code sees only these:
+/// the home and the temporary directory are the build's own (inside its target directory), and the
+/// toolchain's variables name the toolchain and the cache's cargo home.
 fn build_environment(cmd: &mut Command, paths: &BuildPaths) {
-    const KEEP: &[&str] = &[
-        "PATH",
-        "HOME",
-        "USER",
-        "LANG",
-        "CARGO_HOME",
-        "RUSTUP_HOME",
-        "RUSTUP_TOOLCHAIN",
-        "CARGO",
-        "RUSTC",
-        "CC",
-        "CARGO_NET_OFFLINE",
-    ];
-    let kept: Vec<(String, std::ffi::OsString)> = KEEP
-        .iter()
-        .filter_map(|k| std::env::var_os(k).map(|v| (k.to_string(), v)))
-        .collect();
-    cmd.env_clear().envs(kept);
-    cmd.env("CARGO_TARGET_DIR", &paths.target)
-        .env("TMPDIR", tmp_dir(paths))
+    let tmp = tmp_dir(paths);
+    cmd.env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", home_dir(paths))
+        .env("TMPDIR", &tmp)
         .env("CARGO_TERM_PROGRESS_WHEN", "never")
-        .env("CARGO_TERM_COLOR", "never");
+        .env("CARGO_TERM_COLOR", "never")
+        .envs(paths.env.iter().map(|(k, v)| (k, v)));
 }
 
 /// Where a build keeps temporary files (the linker's, rustc's): inside its own target directory.
@@ -256,26 +252,9 @@ pub fn tmp_dir(paths: &BuildPaths) -> PathBuf {
     paths.target.join("tmp")
 }
 
-/// The cargo home the toolchain uses: `CARGO_HOME`, else `~/.cargo`.
-pub fn cargo_home() -> Option<PathBuf> {
-    std::env::var_os("CARGO_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| home().map(|h| h.join(".cargo")))
-}
-
-/// The rustup home: `RUSTUP_HOME`, else `~/.rustup`.
-pub fn rustup_home() -> Option<PathBuf> {
-    std::env::var_os("RUSTUP_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| home().map(|h| h.join(".rustup")))
-}
-
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
+/// The build's home: an empty directory of its own, so nothing reads the grader's.
+fn home_dir(paths: &BuildPaths) -> PathBuf {
+    tmp_dir(paths).join("home")
 }
 
 /// `path` with symbolic links resolved, or as it is when it does not exist.
