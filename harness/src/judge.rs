@@ -351,7 +351,8 @@ type Bindings = BTreeMap<String, Value>;
 /// Whether `actual` (`None`: the key is missing) fits `pattern`. A pattern is a value that must be equal,
 /// except for these nodes, the freedoms:
 ///
-/// - `{"$any": F}`: anything, a missing key too (with `"$without": [S…]`: that holds none of the S);
+/// - `{"$any": F}`: anything, a missing key too (with `"$without": [S…]`: that holds none of the S; with
+///   `"$no_stack": true`: whose strings hold no stack);
 /// - `{"$text": F}`: a non-empty string;
 /// - `{"$carries": M, "$without": [S…]}`: a string that contains M, none of the S, and no stack;
 /// - `{"$one_of": [V…]}`: one of the V;
@@ -384,11 +385,15 @@ pub fn matches(
             let without = node.get("$without").and_then(Value::as_array);
             let mut without = without.into_iter().flatten().filter_map(Value::as_str);
             let leaked = without.any(|w| actual.is_some_and(|a| holds_text(a, w)));
-            return match leaked {
+            // `$no_stack`: no string in it holds a stack either.
+            let no_stack = node.get("$no_stack") == Some(&Value::Bool(true));
+            let stacked = no_stack && actual.is_some_and(holds_stack);
+            return match leaked || stacked {
                 false => Ok(()),
                 true => fail(format!(
-                    "(anything without {})",
-                    show(&node["$without"], 80)
+                    "(anything without {}{})",
+                    show(&node["$without"], 80),
+                    if no_stack { ", and no stack" } else { "" }
                 )),
             };
         }
@@ -480,6 +485,16 @@ pub fn matches(
         }
         (want, got) if same(want, got) => Ok(()),
         (want, _) => fail(show(want, 160)),
+    }
+}
+
+/// Whether any string in `value` holds a stack.
+fn holds_stack(value: &Value) -> bool {
+    match value {
+        Value::String(s) => has_stack(s),
+        Value::Array(items) => items.iter().any(holds_stack),
+        Value::Object(o) => o.values().any(holds_stack),
+        _ => false,
     }
 }
 

@@ -363,7 +363,9 @@ impl Warning {
             Warning::ReportNotWritten { file, error } => {
                 lang.t("grade-warning-report", &[("file", file), ("error", error)])
             }
-            Warning::PracticeSeed { seed } => lang.t("grade-warning-practice-seed", &[("seed", seed)]),
+            Warning::PracticeSeed { seed } => {
+                lang.t("grade-warning-practice-seed", &[("seed", seed)])
+            }
         }
     }
 }

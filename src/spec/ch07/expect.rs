@@ -604,7 +604,7 @@ fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value 
             "$match": { "$carries": message, "$without": without, "$freedom": "failure-text" },
         }}],
         "details": { "$bind": format!("failure-details:{key}"),
-                     "$match": { "$any": "failure-details", "$without": without } },
+                     "$match": { "$any": "failure-details", "$without": without, "$no_stack": true } },
         "isError": true,
     })
 }

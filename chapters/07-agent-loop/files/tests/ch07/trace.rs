@@ -16,6 +16,10 @@ use tokio::sync::watch;
 
 /// A loop that emits endless events or requests is stopped here, well below the grader's own cap.
 pub const MAX_STEPS: usize = 2_000;
+/// How often a wait looks at the clock, to tell the loop's silence from the machine's.
+const BEAT: Duration = Duration::from_millis(25);
+/// How late a beat may come before the time it lost counts as the machine's, not the loop's.
+const SLACK: Duration = Duration::from_millis(5);
 
 pub struct Trace {
     state: Mutex<State>,
@@ -113,8 +117,17 @@ impl Trace {
     }
 
     /// Waits until `holds()`; false if the trace ended first, or if nothing happened for `quiet`.
+    ///
+    /// Quiet is counted only while this process runs: the wait wakes on a short beat, and a beat that comes
+    /// late means the machine did not run the process (a busy machine, a loaded CI runner), so the time it
+    /// lost is not the loop's silence. A loop that waits for something that never comes is still called
+    /// hung after `quiet` of the process's own time; a correct loop is never called hung because the
+    /// machine was busy.
     pub async fn wait_until(&self, holds: impl Fn() -> bool, quiet: Duration) -> bool {
         let mut activity = self.activity.subscribe();
+        let mut seen = *lock(&self.last);
+        // Time since the last activity during which this process did not run.
+        let mut starved = Duration::ZERO;
         loop {
             activity.borrow_and_update();
             if holds() {
@@ -123,13 +136,21 @@ impl Trace {
             if !self.is_open() {
                 return false;
             }
-            let deadline = *lock(&self.last) + quiet;
+            let last = *lock(&self.last);
+            if last != seen {
+                (seen, starved) = (last, Duration::ZERO);
+            }
+            if last.elapsed().saturating_sub(starved) >= quiet {
+                return false;
+            }
+            let beat = Instant::now();
             tokio::select! {
                 biased;
                 _ = activity.changed() => {}
-                () = tokio::time::sleep_until(deadline.into()) => {
-                    if lock(&self.last).elapsed() >= quiet {
-                        return false;
+                () = tokio::time::sleep(BEAT) => {
+                    let late = beat.elapsed().saturating_sub(BEAT);
+                    if late > SLACK {
+                        starved += late;
                     }
                 }
             }

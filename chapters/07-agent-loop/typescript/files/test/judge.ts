@@ -236,7 +236,8 @@ type Bindings = Map<string, Value>;
 // Whether `actual` (undefined: the key is missing) fits `pattern`. A pattern is a value that must be
 // equal, except for these nodes, the freedoms:
 //
-// - {"$any": F}: anything, a missing key too (with "$without": [S…]: that holds none of the S);
+// - {"$any": F}: anything, a missing key too (with "$without": [S…]: that holds none of the S; with
+//   "$no_stack": true: whose strings hold no stack);
 // - {"$text": F}: a non-empty string;
 // - {"$carries": M, "$without": [S…]}: a string that contains M, none of the S, and no stack;
 // - {"$one_of": [V…]}: one of the V;
@@ -258,7 +259,12 @@ export function matches(pattern: Value, actual: Value | undefined, path: string,
       // `$without` on a free value: none of these texts anywhere in it (a Debug rendering, say).
       const without = asArray(node["$without"]) ?? [];
       const leaked = without.some((w) => typeof w === "string" && actual !== undefined && holdsText(actual, w));
-      return leaked ? fail(`(anything without ${show(hasOwn(node, "$without") ? node["$without"] : null, 80)})`) : undefined;
+      // $no_stack：它里面也没有哪个字符串带 stack。/ `$no_stack`: no string in it holds a stack either.
+      const noStack = node["$no_stack"] === true;
+      const stacked = noStack && actual !== undefined && holdsStack(actual);
+      return leaked || stacked
+        ? fail(`(anything without ${show(hasOwn(node, "$without") ? node["$without"] : null, 80)}${noStack ? ", and no stack" : ""})`)
+        : undefined;
     }
     if (hasOwn(node, "$absent_or")) {
       return actual === undefined ? undefined : matches(node["$absent_or"], actual, path, bound);
@@ -324,6 +330,14 @@ export function matches(pattern: Value, actual: Value | undefined, path: string,
     return undefined;
   }
   return same(pattern, actual) ? undefined : fail(show(pattern, 160));
+}
+
+// value 里有没有哪个字符串带 stack。/ Whether any string in `value` holds a stack.
+function holdsStack(value: Value): boolean {
+  if (typeof value === "string") return hasStack(value);
+  if (isArray(value)) return value.some((v) => holdsStack(v));
+  if (isObject(value)) return keysOf(value).some((k) => holdsStack(value[k]));
+  return false;
 }
 
 // value 里（键也算）有没有哪个字符串含 text。/ Whether any string in `value` (a key too) contains `text`.

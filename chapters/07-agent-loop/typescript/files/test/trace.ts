@@ -21,6 +21,11 @@ export type Step = { [key: string]: Json };
 export const STEP_LIMIT = 2000;
 export const SIZE_LIMIT = 4 << 20;
 
+// 等待多久看一次时钟，用来分辨 loop 的沉默和机器的忙碌。/ How often a wait looks at the clock.
+const BEAT_MS = 25;
+// 节拍迟到多少以上，丢掉的时间算机器的而不是 loop 的。/ How late a beat may come before its lost time is the machine's.
+const SLACK_MS = 5;
+
 export class Trace {
   readonly #steps: Step[] = [];
   readonly #onStep: ((json: string) => void) | undefined;
@@ -84,10 +89,18 @@ export class Trace {
   }
 
   // holds 成立时 resolve 为 true；连续 quietMs 没有任何步骤（或轨迹关闭）时 resolve 为 false。
+  // 只计本进程在运行的时间：按短节拍看时钟，节拍迟到说明机器没有运行本进程（负载高），那段时间不算 loop 的沉默。
   // Resolves to true once `holds` is true; to false after quietMs without any step (or on close).
+  // Quiet counts only while this process runs: the wait looks at the clock on a short beat, and a beat
+  // that comes late means the machine did not run the process (a busy machine), so that time is not the
+  // loop's silence.
   until(holds: () => boolean, quietMs: number): Promise<boolean> {
     return new SafePromise<boolean>((resolve) => {
       let timer: ReturnType<typeof setTimer> | undefined;
+      let seen = this.#last;
+      // Time since the last step during which this process did not run.
+      let starved = 0;
+      let beat = now();
       const settle = (value: boolean) => {
         this.#listeners.delete(listener);
         clearTimer(timer);
@@ -98,14 +111,20 @@ export class Trace {
         else if (this.#closed) settle(false);
       };
       const check = () => {
-        const quiet = now() - this.#last;
-        if (quiet >= quietMs) settle(false);
-        else timer = setTimer(check, quietMs - quiet);
+        const late = now() - beat - BEAT_MS;
+        if (late > SLACK_MS) starved += late;
+        if (this.#last !== seen) {
+          seen = this.#last;
+          starved = 0;
+        }
+        if (now() - this.#last - starved >= quietMs) return settle(false);
+        beat = now();
+        timer = setTimer(check, BEAT_MS);
       };
       if (holds()) return resolve(true);
       if (this.#closed) return resolve(false);
       this.#listeners.add(listener);
-      timer = setTimer(check, quietMs);
+      timer = setTimer(check, BEAT_MS);
     });
   }
 
