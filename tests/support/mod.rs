@@ -181,7 +181,15 @@ pub fn assert_schema(v: &Value) {
     assert_eq!(
         keys(v),
         [
-            "version", "chapter", "status", "message", "warnings", "score", "max", "sandbox",
+            "version",
+            "chapter",
+            "status",
+            "message",
+            "warnings",
+            "score",
+            "max",
+            "sandbox",
+            "instances",
             "groups",
         ]
         .map(String::from)
@@ -189,6 +197,27 @@ pub fn assert_schema(v: &Value) {
         "{}",
         ctx()
     );
+    // The seed the tests' instances were drawn with: a number exactly when a test ran.
+    assert_eq!(
+        keys(&v["instances"]),
+        ["seed".to_string()].into(),
+        "{}",
+        ctx()
+    );
+    let ran = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g["tests"].as_array().is_some_and(|t| !t.is_empty()));
+    let seed = &v["instances"]["seed"];
+    assert!(seed.is_u64() || seed.is_null(), "{}", ctx());
+    if ran {
+        assert!(
+            seed.is_u64(),
+            "a grade whose tests ran names its seed: {}",
+            ctx()
+        );
+    }
     let sandbox = &v["sandbox"];
     assert!(sandbox["active"].is_boolean(), "{}", ctx());
     assert!(
