@@ -181,7 +181,8 @@ impl Practice {
 
     /// Given files the learner changed (or removed), sorted. A file that still holds what this directory
     /// was made with is not a change of the learner's, even when a newer pi-course ships a newer version
-    /// of it (grading uses the newer one either way).
+    /// of it (grading uses the newer one either way); nor is a file the release that made the directory
+    /// never wrote (a newer release's addition to an old layout, such as today's driver), when absent.
     pub fn changed_given_files(&self) -> Vec<String> {
         /// Larger than any given file: one this large was changed.
         const GIVEN_LIMIT: u64 = 4 << 20;
@@ -194,6 +195,12 @@ impl Practice {
                     Ok(Contents::Bytes(bytes)) if bytes == f.bytes => false,
                     Ok(Contents::Bytes(bytes)) => {
                         self.metadata.given.get(f.path) != Some(&fingerprint(&bytes))
+                    }
+                    Err(e)
+                        if e.kind() == std::io::ErrorKind::NotFound
+                            && !self.metadata.given.contains_key(f.path) =>
+                    {
+                        false
                     }
                     _ => true,
                 },

@@ -169,12 +169,12 @@ fn the_english_skeleton_is_written_on_request_and_graded_like_the_chinese_one() 
         let (code, json) = grade_json(dir, &[]);
         let mut tests = Vec::new();
         for g in json["groups"].as_array().unwrap() {
-            let lab = format!("Lab {}", g["lab"].as_str().unwrap());
             for t in g["tests"].as_array().unwrap() {
+                // Every test of the skeleton reaches Lab 7.1's todo!() first, and says so.
                 let message = t["message"].as_str().unwrap_or("");
                 assert!(
-                    message.contains(&lab),
-                    "{} names no {lab}: {message}",
+                    message.contains("Lab 7.1") && message.contains("todo!()"),
+                    "{} names no unfinished Lab 7.1: {message}",
                     t["name"]
                 );
                 tests.push((t["name"].to_string(), t["status"].to_string()));

@@ -3,88 +3,64 @@
 //!
 //! `fixtures/layout-1/` holds what the release before layout 2 wrote that is the learner's or unique to the
 //! directory: its `.pi-course/practice.toml` (no layout recorded, the fingerprints of the files it wrote),
-//! and its reference loop, which declares the public types itself. The given files are laid out from the
-//! repository as layout 1 describes them (`chapter.toml`), and they must be exactly what that release
-//! wrote: the fingerprints say so.
+//! its reference loop, which declares the public types itself, and under `written/` the given files only
+//! that release had (its test crate, harness and lock file): the fingerprints prove they are what it wrote.
+//! Such a directory is graded with today's driver (`layouts/1/` in the chapter), never with its own tests.
 
 mod support;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use support::*;
 
-/// A practice directory of layout 1, as that release made it, holding `code` as the loop.
+/// A practice directory of layout 1, as that release made it, holding `code` as the loop: every file
+/// its `practice.toml` records, with the files unique to that release (`fixtures/layout-1/written/`,
+/// which the fingerprints prove are what it wrote) and the others as the repository holds them today.
 fn layout_1_directory(parent: &Path, code: &str) -> PathBuf {
-    let manifest = chapter_manifest();
-    let old = manifest["old_layout"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["layout"].as_integer() == Some(1))
-        .expect("chapter.toml describes layout 1");
-    let without: Vec<&str> = old["without"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_str().unwrap())
-        .collect();
-    let dropped = |path: &str| {
-        without.iter().any(|w| match w.strip_suffix('/') {
-            Some(dir) => path.starts_with(&format!("{dir}/")),
-            None => path == *w,
-        })
-    };
-    let mut given: Vec<(String, Vec<u8>)> = files_under(&repo().join("harness"))
+    let fixture = repo().join("tests/fixtures/layout-1");
+    let metadata = fs::read_to_string(fixture.join("practice.toml")).unwrap();
+    let recorded: toml::Table = toml::from_str(&metadata).unwrap();
+    assert!(
+        recorded.get("layout").is_none(),
+        "layout 1 records no layout"
+    );
+    let recorded = recorded["given"].as_table().unwrap().clone();
+    let written = files_under(&fixture.join("written"));
+    assert!(!written.is_empty());
+    let mut today: BTreeMap<String, Vec<u8>> = files_under(&repo().join("harness"))
         .into_iter()
         .map(|(p, b)| (format!("harness/{p}"), b))
         .collect();
-    given.extend(files_under(&repo().join("snapshots/06")));
-    given.extend(
-        files_under(&chapter_dir().join("files"))
-            .into_iter()
-            .filter(|(p, _)| !dropped(p)),
-    );
-    given.extend(files_under(&chapter_dir().join("layouts/1")));
+    today.extend(files_under(&repo().join("snapshots/06")));
+    today.extend(files_under(&chapter_dir().join("files")));
 
     let dir = parent.join("made-by-an-earlier-release");
-    for (path, bytes) in &given {
+    for (path, fingerprint) in &recorded {
+        let bytes = match written.get(path) {
+            Some(bytes) => {
+                assert_eq!(
+                    sha256(bytes),
+                    fingerprint.as_str().unwrap(),
+                    "fixtures/layout-1/written/{path} is not the file that release wrote"
+                );
+                bytes
+            }
+            None => today
+                .get(path)
+                .unwrap_or_else(|| panic!("{path}: that release wrote it, nothing here holds it")),
+        };
         let to = dir.join(path);
         fs::create_dir_all(to.parent().unwrap()).unwrap();
         fs::write(to, bytes).unwrap();
     }
-    let fixture = repo().join("tests/fixtures/layout-1");
-    fs::create_dir_all(dir.join(".pi-course")).unwrap();
-    let metadata = fs::read_to_string(fixture.join("practice.toml")).unwrap();
-    fs::write(dir.join(".pi-course/practice.toml"), &metadata).unwrap();
-    write_loop(&dir, code);
-
-    // Every file that release wrote is laid out, and the files layout 1 keeps as its own (layouts/1/)
-    // are exactly the ones it wrote. (Files it shares with the current layout may have changed since,
-    // like a guide's wording; a directory still as it was made is not a learner's change either way.)
-    let metadata: toml::Table = toml::from_str(&metadata).unwrap();
-    assert!(
-        metadata.get("layout").is_none(),
-        "layout 1 records no layout"
-    );
-    let recorded = metadata["given"].as_table().unwrap();
-    let own: Vec<String> = files_under(&chapter_dir().join("layouts/1"))
-        .into_keys()
-        .collect();
-    assert!(!own.is_empty());
-    for (path, fingerprint) in recorded {
-        let bytes = fs::read(dir.join(path)).unwrap_or_else(|_| panic!("{path} is laid out"));
-        if own.contains(path) {
-            assert_eq!(
-                sha256(&bytes),
-                fingerprint.as_str().unwrap(),
-                "layouts/1/{path} is not the file that release wrote"
-            );
-        }
-    }
-    for path in &own {
+    for path in written.keys() {
         assert!(recorded.contains_key(path), "that release wrote no {path}");
     }
+    fs::create_dir_all(dir.join(".pi-course")).unwrap();
+    fs::write(dir.join(".pi-course/practice.toml"), &metadata).unwrap();
+    write_loop(&dir, code);
     dir
 }
 

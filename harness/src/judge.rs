@@ -615,7 +615,8 @@ fn label_key(step: &Value) -> String {
     }
 }
 
-/// A step in a few words: `request #2`, `tool_end(c1)`, `turn_end(stop)`, `test: release(c1)`.
+/// A step in a few words: `request #2`, `tool_end(c1)`, `turn_end(stop)`, `test: release(c1)`. Labels
+/// are names and values, never sentences: the same label stands in a Chinese and an English message.
 pub fn label(step: &Value) -> String {
     let kind = text_of(step, "kind");
     match kind {
@@ -644,7 +645,7 @@ pub fn label(step: &Value) -> String {
             }
         }
         "exec_enter" => match text_of(step, "via") {
-            "tool" => format!("tool {} runs", text_of(step, "tool")),
+            "tool" => format!("tool({})", text_of(step, "tool")),
             _ => {
                 let call = step.get("call").unwrap_or(&Value::Null);
                 format!("executor({})", text_of(call, "id"))
@@ -654,11 +655,14 @@ pub fn label(step: &Value) -> String {
         "exec_leave" => format!("{} returns", text_of(step, "ref")),
         "driver" => match text_of(step, "action") {
             "release" => format!("test: release({})", text_of(step, "ref")),
-            "gave_up" => format!("test: gave up waiting for {}", text_of(step, "waiting_for")),
-            "stream_end" => "test: stream ends".to_string(),
+            "gave_up" => format!("test: gave_up({})", text_of(step, "waiting_for")),
+            "stream_end" => format!(
+                "test: stream_end(#{})",
+                step.get("n").and_then(Value::as_u64).unwrap_or(0)
+            ),
             other => format!("test: {other}"),
         },
-        "caller" => format!("caller's context {}", text_of(step, "state")),
+        "caller" => format!("caller({})", text_of(step, "state")),
         "result" => format!("return({})", describe_or_label(step.get("reason"))),
         "panic" => format!("panic: {}", cut(text_of(step, "message"), 120)),
         "hang" => "hang".to_string(),

@@ -36,7 +36,12 @@ pub struct LastTraces {
 pub struct Explained {
     pub name: String,
     pub lab: String,
+    /// In the grade's language.
     pub message: String,
+    /// The message in every language, by code (`zh`, `en`): `explain --lang` may ask for another
+    /// language than the grade's. Absent from files written before it existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub messages: BTreeMap<String, String>,
     #[serde(flatten)]
     pub evidence: Evidence,
 }
@@ -97,7 +102,15 @@ pub fn traces_of(result: &GradeResult, lang: crate::i18n::Lang) -> LastTraces {
             let Some(evidence) = &t.evidence else {
                 continue;
             };
-            let bytes = serde_json::to_string(evidence.as_ref()).map_or(usize::MAX, |s| s.len());
+            let messages: BTreeMap<String, String> = [crate::i18n::Lang::Zh, crate::i18n::Lang::En]
+                .into_iter()
+                .map(|l| (l.code().to_string(), t.message(l).unwrap_or_default()))
+                .collect();
+            let message = t.message(lang).unwrap_or_default();
+            // Messages count too: each is bounded, but there are three per test.
+            let bytes = serde_json::to_string(evidence.as_ref()).map_or(usize::MAX, |s| s.len())
+                + message.len()
+                + messages.values().map(String::len).sum::<usize>();
             if size + bytes > MAX_TRACES_BYTES {
                 continue;
             }
@@ -105,7 +118,8 @@ pub fn traces_of(result: &GradeResult, lang: crate::i18n::Lang) -> LastTraces {
             tests.push(Explained {
                 name: t.name.clone(),
                 lab: g.group.lab.clone(),
-                message: t.message(lang).unwrap_or_default(),
+                message,
+                messages,
                 evidence: evidence.as_ref().clone(),
             });
         }

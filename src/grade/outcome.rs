@@ -161,7 +161,8 @@ impl TestResult {
         };
         Some(match &self.outcome {
             Outcome::Passed => return None,
-            Outcome::Diverged { message } => message.clone(),
+            // The judge's message again, in the language asked for (the grade judged in its own).
+            Outcome::Diverged { message } => so_far.clone().unwrap_or_else(|| message.clone()),
             Outcome::Failed { output } => {
                 with_output(lang.t("grade-test-failed-no-panic", &[]), output)
             }

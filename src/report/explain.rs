@@ -25,7 +25,8 @@ pub fn render(
         out.push_str(&format!("{}\n", paint.dim(about)));
     }
     out.push('\n');
-    for line in test.message.lines() {
+    let message = test.messages.get(lang.code()).unwrap_or(&test.message);
+    for line in message.lines() {
         out.push_str(&format!("  {line}\n"));
     }
     out.push('\n');
@@ -98,6 +99,7 @@ mod tests {
             name: "plain_stop::x".into(),
             lab: "7.1".into(),
             message: "step 2 left the chapter's rules".into(),
+            messages: Default::default(),
             evidence: Evidence { expected, trace },
         };
         let text = render(

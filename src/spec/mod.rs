@@ -36,9 +36,13 @@ pub fn about(chapter: &str, test: &str) -> Option<String> {
         .map(|c| c.about)
 }
 
-/// The freedoms an expected trace grants, for `explain`: each name, what it leaves free, and the
-/// chapter's words that grant it.
-pub fn freedoms_in(chapter: &str, expected: &Value) -> Vec<(&'static str, String)> {
+/// The freedoms an expected trace grants, for `explain`: each name, what it leaves free, and (in
+/// Chinese, the chapter's language) the chapter's words that grant it.
+pub fn freedoms_in(
+    chapter: &str,
+    expected: &Value,
+    lang: crate::i18n::Lang,
+) -> Vec<(&'static str, String)> {
     if chapter != "07" {
         return Vec::new();
     }
@@ -46,7 +50,10 @@ pub fn freedoms_in(chapter: &str, expected: &Value) -> Vec<(&'static str, String
     ch07::freedoms::FREEDOMS
         .iter()
         .filter(|f| text.contains(&format!("\"{}\"", f.name)))
-        .map(|f| (f.name, format!("{} (「{}」)", f.what, f.quote)))
+        .map(|f| match lang {
+            crate::i18n::Lang::Zh => (f.name, format!("{} (「{}」)", f.what, f.quote)),
+            crate::i18n::Lang::En => (f.name, f.what.to_string()),
+        })
         .collect()
 }
 

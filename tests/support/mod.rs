@@ -181,7 +181,15 @@ pub fn assert_schema(v: &Value) {
     assert_eq!(
         keys(v),
         [
-            "version", "chapter", "status", "message", "warnings", "score", "max", "sandbox",
+            "version",
+            "chapter",
+            "status",
+            "message",
+            "warnings",
+            "score",
+            "max",
+            "sandbox",
+            "instances",
             "groups",
         ]
         .map(String::from)
@@ -189,6 +197,27 @@ pub fn assert_schema(v: &Value) {
         "{}",
         ctx()
     );
+    // The seed the tests' instances were drawn with: a number exactly when a test ran.
+    assert_eq!(
+        keys(&v["instances"]),
+        ["seed".to_string()].into(),
+        "{}",
+        ctx()
+    );
+    let ran = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g["tests"].as_array().is_some_and(|t| !t.is_empty()));
+    let seed = &v["instances"]["seed"];
+    assert!(seed.is_u64() || seed.is_null(), "{}", ctx());
+    if ran {
+        assert!(
+            seed.is_u64(),
+            "a grade whose tests ran names its seed: {}",
+            ctx()
+        );
+    }
     let sandbox = &v["sandbox"];
     assert!(sandbox["active"].is_boolean(), "{}", ctx());
     assert!(
@@ -717,3 +746,44 @@ pub fn sandboxed(report: &Value) -> bool {
 /// A statement that prints 4 MiB and then panics with a message of 8 MiB starting with `FLOOD-PREFIX`:
 /// run first thing in a loop, over 100 MB of output and 250 MB of messages across the chapter's tests.
 pub const FLOOD: &str = r#"{ use std::io::Write; let _ = std::io::stdout().write_all(&vec![b'o'; 3 << 20]); let _ = std::io::stderr().write_all(&vec![b'e'; 1 << 20]); panic!("FLOOD-PREFIX {}", "x".repeat(8 << 20)); }"#;
+
+/// A report's groups with each message's "so far" line in a canonical order. Two grades of one loop
+/// with one seed run the same instances and reach the same verdicts and the same divergence (step,
+/// expected, happened, rule); only steps of concurrent calls may interleave differently in the run
+/// that led there, so the steps of that line are compared as a set.
+pub fn replayable(groups: &Value) -> Value {
+    let mut groups = groups.clone();
+    for group in groups.as_array_mut().into_iter().flatten() {
+        for test in group["tests"].as_array_mut().into_iter().flatten() {
+            if let Some(message) = test["message"].as_str() {
+                test["message"] = Value::String(canonical_so_far(message));
+            }
+        }
+    }
+    groups
+}
+
+/// `message` with the steps of its "so far" line (English or Chinese) sorted.
+fn canonical_so_far(message: &str) -> String {
+    message
+        .lines()
+        .map(|line| {
+            let trimmed = line.trim_start();
+            for label in ["so far: ", "到此为止："] {
+                if let Some(steps) = trimmed.strip_prefix(label) {
+                    // A long run shows only its last steps, and which steps fall in that window
+                    // depends on the interleaving too: then only their number is compared (the
+                    // divergence's step number already pins the run's length).
+                    if steps.starts_with("… ") {
+                        return format!("  {label}… {} steps", steps.split(" → ").count());
+                    }
+                    let mut steps: Vec<&str> = steps.split(" → ").collect();
+                    steps.sort_unstable();
+                    return format!("  {label}{}", steps.join(" → "));
+                }
+            }
+            line.to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
