@@ -372,6 +372,7 @@ fn first_explained(result: &GradeResult, lang: Lang) -> Option<crate::grade::las
                 name: t.name.clone(),
                 lab: g.group.lab.clone(),
                 message: t.message(lang).unwrap_or_default(),
+                messages: Default::default(),
                 evidence: evidence.as_ref().clone(),
             })
         })
