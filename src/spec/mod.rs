@@ -36,13 +36,10 @@ pub fn about(chapter: &str, test: &str) -> Option<String> {
         .map(|c| c.about)
 }
 
-/// The freedoms an expected trace grants, for `explain`: each name, what it leaves free, and (in
-/// Chinese, the chapter's language) the chapter's words that grant it.
-pub fn freedoms_in(
-    chapter: &str,
-    expected: &Value,
-    lang: crate::i18n::Lang,
-) -> Vec<(&'static str, String)> {
+/// The freedoms an expected trace grants, for `explain`: each name, what it leaves free, and (with
+/// `quoted`, for a reader of the chapter's own language) the chapter's words that grant it. The
+/// specification knows no language of the tool's: it is compiled alone by tests/judge_agreement.rs.
+pub fn freedoms_in(chapter: &str, expected: &Value, quoted: bool) -> Vec<(&'static str, String)> {
     if chapter != "07" {
         return Vec::new();
     }
@@ -50,9 +47,9 @@ pub fn freedoms_in(
     ch07::freedoms::FREEDOMS
         .iter()
         .filter(|f| text.contains(&format!("\"{}\"", f.name)))
-        .map(|f| match lang {
-            crate::i18n::Lang::Zh => (f.name, format!("{} (「{}」)", f.what, f.quote)),
-            crate::i18n::Lang::En => (f.name, f.what.to_string()),
+        .map(|f| match quoted {
+            true => (f.name, format!("{} (「{}」)", f.what, f.quote)),
+            false => (f.name, f.what.to_string()),
         })
         .collect()
 }
