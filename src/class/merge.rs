@@ -200,28 +200,45 @@ fn agree(a: &Part, b: &Part, lang: Lang) -> Result<()> {
         |p: &Part| serde_json::to_string(&(&p.summary.groups, p.summary.max)).unwrap_or_default();
     differ("merge-what-groups", groups(a), groups(b))?;
     if x.class != y.class {
-        // Name the first entry that differs, so the instructor knows where to look.
+        // Name the first entry whose file differs, so the instructor knows where to look.
+        let file = |p: &PartFile, name: &str| {
+            p.class
+                .iter()
+                .find(|e| e.name == name)
+                .map(|e| e.sha256.clone())
+        };
         let names: BTreeSet<&str> = x
             .class
             .iter()
             .chain(&y.class)
             .map(|e| e.name.as_str())
             .collect();
-        let first = names
-            .into_iter()
-            .find(|n| {
-                x.class.iter().find(|e| e.name == *n) != y.class.iter().find(|e| e.name == *n)
-            })
-            .unwrap_or_default();
-        let entry = |p: &PartFile| match p.class.iter().find(|e| e.name == first) {
-            Some(e) if e.sha256.is_empty() => lang.t("merge-entry-ungradable", &[("name", &first)]),
-            Some(e) => lang.t(
-                "merge-entry-file",
-                &[("name", &first), ("sha256", &e.sha256)],
-            ),
-            None => lang.t("merge-entry-absent", &[("name", &first)]),
+        let entry = |p: &PartFile, name: &str| match file(p, name) {
+            Some(sha256) if sha256.is_empty() => {
+                lang.t("merge-entry-ungradable", &[("name", &name)])
+            }
+            Some(sha256) => lang.t("merge-entry-file", &[("name", &name), ("sha256", &sha256)]),
+            None => lang.t("merge-entry-absent", &[("name", &name)]),
         };
-        differ("merge-what-class", entry(x), entry(y))?;
+        let (left, right) = match names.into_iter().find(|n| file(x, n) != file(y, n)) {
+            Some(name) => (entry(x, name), entry(y, name)),
+            // The same files, dealt to the parts another way: not parts of one run of this tool.
+            None => (
+                lang.t("merge-dealt", &[("dir", &a.shown())]),
+                lang.t("merge-dealt", &[("dir", &b.shown())]),
+            ),
+        };
+        return Err(UserError::new(lang.t(
+            "merge-disagree",
+            &[
+                ("what", &lang.t("merge-what-class", &[])),
+                ("a", &a.shown()),
+                ("b", &b.shown()),
+                ("x", &left),
+                ("y", &right),
+            ],
+        ))
+        .with_fix(lang.t("merge-disagree-fix", &[])));
     }
     Ok(())
 }
