@@ -475,11 +475,16 @@ fn edit_json(path: &Path, change: impl FnOnce(&mut Value)) {
     fs::write(path, serde_json::to_string_pretty(&value).unwrap()).unwrap();
 }
 
-/// Copies a directory tree.
+/// Copies a directory tree (its empty folders too).
 fn copy_tree(from: &Path, to: &Path) {
-    for (rel, bytes) in files_under(from) {
-        put(&to.join(&rel), "");
-        fs::write(to.join(rel), bytes).unwrap();
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            fs::create_dir_all(target).unwrap();
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
     }
 }
 
@@ -727,6 +732,61 @@ fn a_bad_shard_is_refused_before_anything_is_graded() {
         .output()
         .unwrap();
     assert_eq!(none.status.code(), Some(2), "{}", describe(&none));
+}
+
+#[test]
+fn a_part_on_a_machine_without_the_sandbox_says_so_or_with_require_refuses() {
+    let dir = tmp();
+    let root = dir.path();
+    cheap_class(root, "subs");
+    let missing = "PI_COURSE_SANDBOX_PRETEND_MISSING";
+    let required = pi_course(root)
+        .env(missing, "1")
+        .args(["grade-class", "subs", "--out", "required", "--shard", "0/2"])
+        .args(["--sandbox", "require", "--lang", "en"])
+        .output()
+        .unwrap();
+    assert_refused(
+        &required,
+        &["--sandbox require: this machine cannot confine learner code"],
+        &root.join("required"),
+    );
+    let unconfined = pi_course(root)
+        .env(missing, "1")
+        .args([
+            "grade-class",
+            "subs",
+            "--out",
+            "unconfined",
+            "--shard",
+            "0/2",
+            "--lang",
+            "en",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        unconfined.status.code(),
+        Some(0),
+        "{}",
+        describe(&unconfined)
+    );
+    let summary = class_summary(&root.join("unconfined"));
+    let row = learner_row(&summary, "ann");
+    assert_eq!(row["build"], "error", "{row:#}");
+    assert_eq!(row["sandbox"], "off", "{row:#}");
+    let report: Value = serde_json::from_str(
+        &fs::read_to_string(root.join("unconfined/learners/ann.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["sandbox"]["active"], false);
+    assert!(
+        report["sandbox"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Landlock is not available"),
+        "{report:#}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------
