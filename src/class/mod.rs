@@ -22,6 +22,11 @@
 //! **Resuming.** A learner whose file has the sha256 of their row in the earlier summary, graded by this
 //! pi-course version for the same chapter and language, keeps that row (`--force` grades everyone again).
 //!
+//! **Parts** (see [`shard`], [`merge`]): `--shard K/N` grades only part K of the class, dealt by expected
+//! cost the same way on every machine, and records the whole class in `part.json`; `merge-class` joins
+//! the parts. `--seed N` is the class's seed: each learner's instances are drawn from it and their name,
+//! so whole and sharded runs agree.
+//!
 //! **Exit status**: 0 when every learner got a verdict (pass or fail, a compile error included); 1 when
 //! some could not be graded (an entry that is not a submission, an unreadable file, the build cache or
 //! cargo failing); 2 for bad input; 130 when interrupted.
