@@ -250,6 +250,20 @@ fn learner_seed(class_seed: u64, name: &str) -> u64 {
     u64::from_be_bytes(digest[..8].try_into().unwrap())
 }
 
+/// How the mixed class is graded, whole and as parts: one class seed, and a per-test timeout generous
+/// enough that a loaded machine times no test out (a verdict that depended on the load would make the
+/// runs differ for a reason that is not the merge's).
+const CLASS_ARGS: &[&str] = &[
+    "--seed",
+    "7",
+    "--jobs",
+    "2",
+    "--timeout",
+    "30",
+    "--lang",
+    "en",
+];
+
 #[test]
 fn a_class_graded_as_1_2_3_or_7_parts_merges_to_the_whole_class_byte_for_byte() {
     let dir = tmp();
@@ -259,7 +273,7 @@ fn a_class_graded_as_1_2_3_or_7_parts_merges_to_the_whole_class_byte_for_byte() 
         root,
         Path::new("submissions"),
         Path::new("whole"),
-        &["--seed", "7", "--jobs", "2", "--lang", "en"],
+        CLASS_ARGS,
     );
     // Some entries cannot be graded: exit 1, with every other learner's verdict.
     assert_eq!(whole.status.code(), Some(1), "{}", describe(&whole));
@@ -316,13 +330,7 @@ fn a_class_graded_as_1_2_3_or_7_parts_merges_to_the_whole_class_byte_for_byte() 
         for k in 0..n {
             let out = format!("parts-{n}/part-{k}");
             fs::create_dir_all(root.join(format!("parts-{n}"))).unwrap();
-            let graded = part(
-                root,
-                "submissions",
-                &out,
-                &format!("{k}/{n}"),
-                &["--seed", "7", "--jobs", "2", "--lang", "en"],
-            );
+            let graded = part(root, "submissions", &out, &format!("{k}/{n}"), CLASS_ARGS);
             assert!(
                 matches!(graded.status.code(), Some(0 | 1)),
                 "{}",

@@ -98,4 +98,3 @@ pub fn generate(subs: &Path, size: usize) -> BTreeMap<String, Kind> {
     }
     kinds
 }
-
