@@ -61,6 +61,9 @@ pub enum Command {
     /// Grade a whole class: each entry of SUBMISSIONS is one learner; reports, summaries and a class page
     /// go to --out
     GradeClass(ClassArgs),
+    /// Join the parts of a class graded with `grade-class --shard K/N` into the class's results, as one
+    /// machine grading the whole class would have written them
+    MergeClass(MergeArgs),
     /// Grade now, then again each time an editable file is saved (keys: h hint, r grade again, q quit)
     Watch {
         /// The practice directory
@@ -181,8 +184,35 @@ pub struct ClassArgs {
     /// Output format on stdout: a summary for a person, or summary.json
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// Grade only part K of N (K counts from 0: 0/4 … 3/4), for N machines; the same submissions and N
+    /// give the same parts everywhere. Join the parts with merge-class
+    #[arg(long, value_name = "K/N", value_parser = crate::class::shard::parse)]
+    pub shard: Option<crate::class::shard::Shard>,
     #[command(flatten)]
     pub limits: LimitArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// The --out folders of `grade-class --shard K/N`, one per part (0 to N-1), in any order
+    #[arg(required = true, value_name = "PART")]
+    pub parts: Vec<PathBuf>,
+    /// Where the class's results go: a new or empty directory
+    #[arg(long, value_name = "RESULTS")]
+    pub out: PathBuf,
+    /// Output format on stdout: a summary for a person, or summary.json
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+impl From<MergeArgs> for crate::class::merge::MergeRequest {
+    fn from(args: MergeArgs) -> Self {
+        crate::class::merge::MergeRequest {
+            parts: args.parts,
+            out: args.out,
+            format: args.format,
+        }
+    }
 }
 
 /// How learner code is confined and bounded while it is graded (grade and watch).
@@ -273,6 +303,7 @@ impl From<ClassArgs> for crate::class::ClassRequest {
             chapter: args.chapter,
             format: args.format,
             limits: args.limits.into(),
+            shard: args.shard,
         }
     }
 }
@@ -309,6 +340,7 @@ impl Command {
         match self {
             Command::Grade(args) => Some(args.format),
             Command::GradeClass(args) => Some(args.format),
+            Command::MergeClass(args) => Some(args.format),
             _ => None,
         }
     }

@@ -69,6 +69,7 @@ fn main() -> ExitCode {
         } => practice::run(&catalog, lang, &chapter, track.into(), dir, classroom),
         Command::Grade(args) => commands::grade::run(&catalog, lang, args.into()),
         Command::GradeClass(args) => class::run(&catalog, lang, args.into()),
+        Command::MergeClass(args) => class::merge::run(&catalog, lang, args.into()),
         Command::List => list::run(&catalog, lang),
         Command::Skeleton { chapter, track } => {
             practice::print_skeleton(&catalog, lang, &chapter, track.into())

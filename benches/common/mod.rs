@@ -1,6 +1,8 @@
 //! What the benchmarks share: the binary under test, the cache, the number of runs, timing and medians.
 #![allow(dead_code)] // each bench uses its own subset
 
+pub mod generate;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

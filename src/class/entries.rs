@@ -238,14 +238,7 @@ pub fn read_file(submissions: &Path, path: &Path, lang: Lang) -> std::result::Re
 /// several. Empty when one cannot be read: the grade then says why.
 pub fn practice_sha256(dir: &Path, chapter: &Chapter) -> String {
     // The directory's own track decides which file is its editable one.
-    let track = match regular_file::read(dir, metadata::FILE, MAX_EDITABLE_BYTES) {
-        Ok(Contents::Bytes(bytes)) => String::from_utf8(bytes)
-            .ok()
-            .and_then(|text| toml::from_str::<metadata::Metadata>(&text).ok())
-            .map_or(Track::Rust, |m| m.track),
-        _ => Track::Rust,
-    };
-    let Some(chapter) = chapter.with_track(track) else {
+    let Some(chapter) = chapter.with_track(practice_track(dir)) else {
         return String::new();
     };
     let mut files = Vec::new();
@@ -268,6 +261,33 @@ pub fn practice_sha256(dir: &Path, chapter: &Chapter) -> String {
             sha256(&all)
         }
     }
+}
+
+/// The track a practice directory says it is in (Rust when its metadata cannot be read: the grade then
+/// says why).
+fn practice_track(dir: &Path) -> Track {
+    match regular_file::read(dir, metadata::FILE, MAX_EDITABLE_BYTES) {
+        Ok(Contents::Bytes(bytes)) => String::from_utf8(bytes)
+            .ok()
+            .and_then(|text| toml::from_str::<metadata::Metadata>(&text).ok())
+            .map_or(Track::Rust, |m| m.track),
+        _ => Track::Rust,
+    }
+}
+
+/// A practice directory's track and the bytes of its editable files, read as they will be graded (for the
+/// expected cost of its grade); `None` when one cannot be read.
+pub fn practice_size(dir: &Path, chapter: &Chapter) -> Option<(Track, u64)> {
+    let track = practice_track(dir);
+    let chapter = chapter.with_track(track)?;
+    let mut size = 0;
+    for path in &chapter.editable {
+        match regular_file::read(dir, path, MAX_EDITABLE_BYTES) {
+            Ok(Contents::Bytes(bytes)) => size += bytes.len() as u64,
+            _ => return None,
+        }
+    }
+    Some((track, size))
 }
 
 pub fn sha256(bytes: &[u8]) -> String {

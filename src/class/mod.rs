@@ -22,13 +22,20 @@
 //! **Resuming.** A learner whose file has the sha256 of their row in the earlier summary, graded by this
 //! pi-course version for the same chapter and language, keeps that row (`--force` grades everyone again).
 //!
+//! **Parts** (see [`shard`], [`merge`]): `--shard K/N` grades only part K of the class, dealt by expected
+//! cost the same way on every machine, and records the whole class in `part.json`; `merge-class` joins
+//! the parts. `--seed N` is the class's seed: each learner's instances are drawn from it and their name,
+//! so whole and sharded runs agree.
+//!
 //! **Exit status**: 0 when every learner got a verdict (pass or fail, a compile error included); 1 when
 //! some could not be graded (an entry that is not a submission, an unreadable file, the build cache or
 //! cargo failing); 2 for bad input; 130 when interrupted.
 
 mod entries;
 mod html;
+pub mod merge;
 mod progress;
+pub mod shard;
 pub mod summary;
 
 use std::cell::RefCell;
@@ -51,6 +58,7 @@ use crate::report::Format;
 use crate::{atomic_file, cache, practice, regular_file};
 
 use entries::{Entry, Shape};
+use shard::{ClassEntry, PartFile, Seeds, Shard};
 use summary::{LearnerFiles, Row, Summary};
 
 /// What to do for one learner.
@@ -72,6 +80,8 @@ enum Source {
 struct Plan {
     name: String,
     sha256: String,
+    /// The expected cost of the grade (see [`shard::cost`]).
+    cost: u64,
     work: Work,
 }
 
@@ -84,6 +94,8 @@ struct Class {
     out: PathBuf,
     /// Practice directories made for submitted files live here while graded.
     scratch: PathBuf,
+    /// How each learner's instances are drawn.
+    seeds: Seeds,
 }
 
 /// What the grades report back as they finish.
@@ -109,6 +121,8 @@ pub struct ClassRequest {
     pub chapter: String,
     pub format: Format,
     pub limits: grade::Limits,
+    /// `--shard K/N`: grade only part K of N (see [`shard`]).
+    pub shard: Option<Shard>,
 }
 
 pub fn run(catalog: &Catalog, lang: Lang, args: ClassRequest) -> Result<ExitCode> {
@@ -146,7 +160,15 @@ pub fn run(catalog: &Catalog, lang: Lang, args: ClassRequest) -> Result<ExitCode
     opts.jobs = cores;
 
     let fresh = Summary::new(&chapter, lang);
-    let earlier = Summary::load(&args.out).filter(|s| !args.force && s.reusable_by(&fresh));
+    let seeds = Seeds::of(args.limits.seed);
+    // An earlier part's rows are kept only if it drew its instances the same way. (A whole class's
+    // results record no policy: they are kept as before.)
+    let earlier_part = PartFile::load(&args.out);
+    let same_seeds = earlier_part
+        .as_ref()
+        .map_or(args.shard.is_none(), |p| p.seeds == seeds);
+    let earlier =
+        Summary::load(&args.out).filter(|s| !args.force && same_seeds && s.reusable_by(&fresh));
     let plans: Vec<Plan> = entries
         .into_iter()
         .map(|e| {
@@ -160,6 +182,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: ClassRequest) -> Result<ExitCode
             )
         })
         .collect();
+    let (plans, part) = take_part(plans, args.shard, &fresh, seeds);
 
     let unwritable = |e: std::io::Error| {
         UserError::new(lang.t(
@@ -168,6 +191,15 @@ pub fn run(catalog: &Catalog, lang: Lang, args: ClassRequest) -> Result<ExitCode
         ))
     };
     fs::create_dir_all(args.out.join(LearnerFiles::DIR)).map_err(unwritable)?;
+    // A part says what it is before it grades anyone; results that are no longer a part say nothing.
+    match &part {
+        Some(part) => atomic_file::write(&args.out.join(shard::FILE), part.to_json().as_bytes())
+            .map_err(unwritable)?,
+        None if earlier_part.is_some() => {
+            fs::remove_file(args.out.join(shard::FILE)).map_err(unwritable)?
+        }
+        None => {}
+    }
     let scratch = tempfile::Builder::new()
         .prefix("pi-course-class-")
         .tempdir()
@@ -208,6 +240,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: ClassRequest) -> Result<ExitCode
         lang,
         out: args.out.clone(),
         scratch: scratch.path().to_path_buf(),
+        seeds,
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -350,6 +383,49 @@ fn check_out(out: &Path, submissions: &Path, lang: Lang) -> Result<()> {
     }
 }
 
+/// The plans of this run's part, and what the part records; every plan, and no record, without `--shard`.
+/// Every part plans the whole class (each entry's sha256 and cost), so that each records the same class.
+fn take_part(
+    plans: Vec<Plan>,
+    shard: Option<Shard>,
+    summary: &Summary,
+    seeds: Seeds,
+) -> (Vec<Plan>, Option<PartFile>) {
+    let Some(shard) = shard else {
+        return (plans, None);
+    };
+    let costs: Vec<(String, u64)> = plans.iter().map(|p| (p.name.clone(), p.cost)).collect();
+    let parts = shard::partition(&costs, shard.n);
+    let class = plans
+        .iter()
+        .zip(&parts)
+        .map(|(p, &part)| ClassEntry {
+            name: p.name.clone(),
+            sha256: p.sha256.clone(),
+            cost: p.cost,
+            part,
+        })
+        .collect();
+    let record = PartFile {
+        format: shard::FORMAT.to_string(),
+        version: 1,
+        pi_course: summary.pi_course.clone(),
+        chapter: summary.chapter.clone(),
+        lang: summary.lang.clone(),
+        seeds,
+        part: shard.k,
+        parts: shard.n,
+        class,
+    };
+    let mine = plans
+        .into_iter()
+        .zip(parts)
+        .filter(|(_, part)| *part == shard.k)
+        .map(|(plan, _)| plan)
+        .collect();
+    (mine, Some(record))
+}
+
 /// Reads a learner's file and decides whether their earlier result still holds.
 fn plan(
     entry: Entry,
@@ -359,16 +435,21 @@ fn plan(
     earlier: Option<&Summary>,
     out: &Path,
 ) -> Plan {
-    let (sha256, source) = match entry.shape {
+    let (sha256, gradable, source) = match entry.shape {
         Shape::Practice => (
             entries::practice_sha256(&entry.path, chapter),
+            entries::practice_size(&entry.path, chapter),
             Source::Practice(entry.path),
         ),
         Shape::File(path, track) => match entries::read_file(submissions, &path, lang) {
-            Ok(read) => (read.sha256.clone(), Source::File(path, read, track)),
-            Err(reason) => (String::new(), Source::Not(reason)),
+            Ok(read) => (
+                read.sha256.clone(),
+                Some((track, read.bytes.len() as u64)),
+                Source::File(path, read, track),
+            ),
+            Err(reason) => (String::new(), None, Source::Not(reason)),
         },
-        Shape::Malformed(reason) => (String::new(), Source::Not(reason)),
+        Shape::Malformed(reason) => (String::new(), None, Source::Not(reason)),
     };
     let kept = earlier
         .and_then(|s| s.learners.iter().find(|r| r.name == entry.name))
@@ -378,6 +459,7 @@ fn plan(
     Plan {
         name: entry.name,
         sha256,
+        cost: shard::cost(gradable),
         work: match kept {
             Some(row) => Work::Keep(Box::new(row.clone())),
             None => Work::Grade(source),
@@ -472,7 +554,7 @@ async fn grade_all(
             if !live {
                 eprintln!("{}", class.lang.t("class-warming", &[]));
             }
-            let result = grade_one(&class, i, source).await;
+            let result = grade_one(&class, i, &name, source).await;
             finish(&class, &state, &name, &sha, result);
             let _ = cache::ensure_built(&class.opts.cache, &key, class.opts.slots);
         }
@@ -483,9 +565,10 @@ async fn grade_all(
         let (class, state, permits) = (class.clone(), state.clone(), permits.clone());
         let task = tokio::task::spawn_local({
             let class = class.clone();
+            let name = name.clone();
             async move {
                 let _permit = permits.acquire().await.expect("never closed");
-                grade_one(&class, i, source).await
+                grade_one(&class, i, &name, source).await
             }
         });
         tasks.push(async move {
@@ -523,9 +606,14 @@ fn crashed(class: &Class, error: &str) -> GradeResult {
 }
 
 /// Grades one learner. Never fails: whatever goes wrong is in the result.
-async fn grade_one(class: &Class, index: usize, source: Source) -> GradeResult {
+async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> GradeResult {
     let lang = class.lang;
     let chapter = &class.chapter;
+    // The learner's own seed (see [`shard::Seeds`]): the same whichever part or run grades them.
+    let opts = &GradeOptions {
+        seed: class.seeds.for_learner(name),
+        ..class.opts.clone()
+    };
     let not = |reason: String| {
         grade::not_graded(
             chapter,
@@ -548,7 +636,7 @@ async fn grade_one(class: &Class, index: usize, source: Source) -> GradeResult {
                 ));
             }
             // The directory's own track: its groups carry that track's hints.
-            grade::grade(&practice, &practice.chapter.groups, &class.opts, &|_| {}).await
+            grade::grade(&practice, &practice.chapter.groups, opts, &|_| {}).await
         }
         Source::File(path, read, track) => {
             let Some(chapter) = &chapter.with_track(track) else {
@@ -565,7 +653,7 @@ async fn grade_one(class: &Class, index: usize, source: Source) -> GradeResult {
                     practice
                         .shown_as
                         .insert(chapter.editable[0].clone(), path.display().to_string());
-                    grade::grade(&practice, &chapter.groups, &class.opts, &|_| {}).await
+                    grade::grade(&practice, &chapter.groups, opts, &|_| {}).await
                 }
                 Err(error) => grade::not_graded(
                     chapter,

@@ -1,0 +1,269 @@
+//! One class, graded as N parts on N machines: `grade-class --shard K/N`, joined by `merge-class`.
+//!
+//! **Which learner goes where.** Every part sees the whole class: the same entries, sorted by name (never
+//! in the order the file system lists them), each with an expected cost known before grading (see
+//! [`cost`]). [`partition`] deals them out longest first, each to the part with the least cost so far, the
+//! lowest index on a tie: the same submissions and N give the same parts on every machine, and the parts'
+//! costs differ by at most one entry's cost.
+//!
+//! **K counts from 0**, as Kubernetes' `JOB_COMPLETION_INDEX`, GitHub's `strategy.job-index` and a Slurm
+//! array `--array=0-7` do: the parts of 4 are `0/4`, `1/4`, `2/4` and `3/4`.
+//!
+//! **What a part records** (`part.json` beside its summary): the tool's version, the chapter, the
+//! language, the seed policy, K and N, and the whole class's entries with their costs and parts, so that
+//! the merge can tell parts of one class graded one way from anything else, and a learner missing from
+//! the part that should hold them.
+//!
+//! **Seeds.** `--seed N` is the class's seed: each learner's instances are drawn with a seed derived from
+//! it and the learner's name ([`learner_seed`]), so a learner draws the same instances whichever part,
+//! machine or run grades them, and the report names that seed (`pi-course grade DIR --seed S` replays
+//! it). Without `--seed` every grade draws fresh ones; the merge refuses parts whose policies differ.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::catalog::Track;
+
+/// The file a part's results hold beside `summary.json`.
+pub const FILE: &str = "part.json";
+/// What `format` says in every `part.json`.
+pub const FORMAT: &str = "pi-course grade-class part";
+
+/// `--shard K/N`: part K (from 0) of N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub k: usize,
+    pub n: usize,
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.k, self.n)
+    }
+}
+
+/// Parses `K/N` (for clap): both whole numbers, N at least 1, K from 0 to N-1.
+pub fn parse(text: &str) -> Result<Shard, String> {
+    let usage = "write K/N: part K of N parts, counting K from 0 (e.g. 0/4 … 3/4)";
+    let Some((k, n)) = text.split_once('/') else {
+        return Err(format!("`{text}` is not K/N: {usage}"));
+    };
+    let number = |what: &str, word: &str| -> Result<usize, String> {
+        if word.trim().is_empty() {
+            return Err(format!(
+                "`{text}`: {what} is empty (was the variable that should give it set?); {usage}"
+            ));
+        }
+        word.trim()
+            .parse()
+            .map_err(|_| format!("`{text}`: {what} `{word}` is not a whole number; {usage}"))
+    };
+    let (k, n) = (number("K", k)?, number("N", n)?);
+    if n == 0 {
+        return Err(format!("`{text}`: N must be at least 1"));
+    }
+    if k >= n {
+        return Err(format!(
+            "`{text}`: there is no part {k} of {n}: K counts from 0, so the parts of {n} are 0/{n} to \
+             {}/{n} (a Slurm array for {n} parts is --array=0-{})",
+            n - 1,
+            n - 1
+        ));
+    }
+    Ok(Shard { k, n })
+}
+
+/// How a class's instances were drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "lowercase")]
+pub enum Seeds {
+    /// Fresh instances for every grade (no `--seed`).
+    Fresh,
+    /// `--seed N`: each learner's seed derived from N and their name.
+    Class { seed: u64 },
+}
+
+impl Seeds {
+    pub fn of(seed: Option<u64>) -> Seeds {
+        seed.map_or(Seeds::Fresh, |seed| Seeds::Class { seed })
+    }
+
+    /// The seed to grade `name` with; `None`: a fresh one.
+    pub fn for_learner(self, name: &str) -> Option<u64> {
+        match self {
+            Seeds::Fresh => None,
+            Seeds::Class { seed } => Some(learner_seed(seed, name)),
+        }
+    }
+}
+
+impl fmt::Display for Seeds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Seeds::Fresh => write!(f, "fresh seeds (no --seed)"),
+            Seeds::Class { seed } => write!(f, "--seed {seed}"),
+        }
+    }
+}
+
+/// The seed of learner `name` in a class graded with `--seed class_seed`: the first 8 bytes (big-endian)
+/// of the sha256 of `<class_seed>:<name>`. Depends on nothing but the two, so every part, machine and run
+/// draws the same instances for the same learner; different learners draw different ones.
+pub fn learner_seed(class_seed: u64, name: &str) -> u64 {
+    let digest = Sha256::digest(format!("{class_seed}:{name}").as_bytes());
+    u64::from_be_bytes(digest[..8].try_into().expect("a sha256 has 32 bytes"))
+}
+
+/// The expected cost of grading an entry, from what is known before grading it: whether it can be graded
+/// at all, its track, and its file's size.
+///
+/// In units of about a tenth of a second of one grade on a 2-core machine: an entry with nothing to grade
+/// costs 1 (a row and three small files); a Rust file 10 (the build of the learner's crate, the link and
+/// the tests); a TypeScript file 40 (`tsc` compiles the whole project for every learner, about four times
+/// a Rust build); plus 1 for every 4 KiB of the file, which the compiler reads and checks. Whether a file
+/// compiles is not known before it is built, so a compile error counts as a full run.
+pub fn cost(gradable: Option<(Track, u64)>) -> u64 {
+    match gradable {
+        None => 1,
+        Some((track, bytes)) => {
+            let base = match track {
+                Track::Rust => 10,
+                Track::TypeScript => 40,
+            };
+            base + bytes / 4096
+        }
+    }
+}
+
+/// The part (from 0) of every entry, in the order given: longest first (by cost, then by name), each to
+/// the part with the least cost so far, the lowest index on a tie. `entries` are (name, cost), names
+/// unique. The parts' costs then differ by at most the largest entry's cost.
+pub fn partition(entries: &[(String, u64)], n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by(|&a, &b| {
+        entries[b]
+            .1
+            .cmp(&entries[a].1)
+            .then_with(|| entries[a].0.cmp(&entries[b].0))
+    });
+    let mut loads = vec![0u64; n.max(1)];
+    let mut parts = vec![0; entries.len()];
+    for i in order {
+        let (lightest, _) = loads
+            .iter()
+            .enumerate()
+            .min_by_key(|&(k, load)| (*load, k))
+            .expect("at least one part");
+        parts[i] = lightest;
+        loads[lightest] += entries[i].1;
+    }
+    parts
+}
+
+/// One entry of the class, as every part records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassEntry {
+    pub name: String,
+    /// The graded file's sha256 (empty: nothing to grade), as in the summary's rows.
+    pub sha256: String,
+    pub cost: u64,
+    pub part: usize,
+}
+
+/// `part.json`: what a part was, so that parts can be checked against each other before they merge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartFile {
+    pub format: String,
+    pub version: u32,
+    pub pi_course: String,
+    pub chapter: String,
+    pub lang: String,
+    pub seeds: Seeds,
+    pub part: usize,
+    pub parts: usize,
+    /// The whole class, sorted by name.
+    pub class: Vec<ClassEntry>,
+}
+
+impl PartFile {
+    /// The part.json an earlier run left in `dir`, if any and readable.
+    pub fn load(dir: &Path) -> Option<PartFile> {
+        let text = std::fs::read_to_string(dir.join(FILE)).ok()?;
+        let part: PartFile = serde_json::from_str(&text).ok()?;
+        (part.format == FORMAT).then_some(part)
+    }
+
+    pub fn shard(&self) -> Shard {
+        Shard {
+            k: self.part,
+            n: self.parts,
+        }
+    }
+
+    /// The learners this part holds.
+    pub fn own(&self) -> impl Iterator<Item = &ClassEntry> {
+        self.class.iter().filter(move |e| e.part == self.part)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("part.json serializes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn k_of_n_parses_from_zero_and_says_what_is_wrong() {
+        assert_eq!(parse("0/4"), Ok(Shard { k: 0, n: 4 }));
+        assert_eq!(parse("3/4"), Ok(Shard { k: 3, n: 4 }));
+        assert_eq!(parse("0/1"), Ok(Shard { k: 0, n: 1 }));
+        assert!(parse("4/4").unwrap_err().contains("0/4 to 3/4"));
+        assert!(parse("0/0").unwrap_err().contains("at least 1"));
+        assert!(parse("/8").unwrap_err().contains("K is empty"));
+        assert!(parse("three/4").unwrap_err().contains("not a whole number"));
+        assert!(parse("-1/4").unwrap_err().contains("not a whole number"));
+        assert!(parse("2").unwrap_err().contains("not K/N"));
+    }
+
+    #[test]
+    fn parts_are_balanced_deterministic_and_cover_every_entry_once() {
+        let entries: Vec<(String, u64)> = (0..37)
+            .map(|i| (format!("learner-{i:02}"), [1, 10, 12, 40, 43][i % 5]))
+            .collect();
+        for n in 1..=8 {
+            let parts = partition(&entries, n);
+            assert_eq!(parts.len(), entries.len());
+            let mut loads = vec![0; n];
+            for (i, &k) in parts.iter().enumerate() {
+                loads[k] += entries[i].1;
+            }
+            let spread = loads.iter().max().unwrap() - loads.iter().min().unwrap();
+            assert!(spread <= 43, "{n} parts: {loads:?}");
+            // Another listing order gives the same part to each name.
+            let mut reversed = entries.clone();
+            reversed.reverse();
+            let again = partition(&reversed, n);
+            for (i, (name, _)) in reversed.iter().enumerate() {
+                let j = entries.iter().position(|(m, _)| m == name).unwrap();
+                assert_eq!(again[i], parts[j], "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_learner_seed_depends_on_the_class_seed_and_the_name_only() {
+        assert_eq!(learner_seed(7, "ann"), learner_seed(7, "ann"));
+        assert_ne!(learner_seed(7, "ann"), learner_seed(7, "bob"));
+        assert_ne!(learner_seed(7, "ann"), learner_seed(8, "ann"));
+        assert_eq!(Seeds::Fresh.for_learner("ann"), None);
+        assert_eq!(
+            Seeds::Class { seed: 7 }.for_learner("ann"),
+            Some(learner_seed(7, "ann"))
+        );
+    }
+}
