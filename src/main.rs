@@ -9,6 +9,7 @@ mod cli;
 mod commands;
 mod error;
 mod explain;
+mod file_identity;
 mod grade;
 mod hint;
 mod i18n;

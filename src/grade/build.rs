@@ -357,7 +357,7 @@ fn identity_record(target_dir: &Path) -> PathBuf {
 /// Records the identity of a freshly built executable, or checks a reused one against the record: an
 /// executable changed since its build (by anything but cargo) is never run.
 fn verify(built: &Compiled, target_dir: &Path) -> std::io::Result<()> {
-    let identity = file_identity(&built.exe)?;
+    let identity = crate::file_identity::of(&built.exe)?;
     let record = identity_record(target_dir);
     if built.fresh {
         match std::fs::read_to_string(&record) {
@@ -371,23 +371,6 @@ fn verify(built: &Compiled, target_dir: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Which file `path` is, and whether it changed: its inode, size, and modification and status-change
-/// times. Any write to the file, or a file put in its place, moves the status-change time to the present,
-/// and no call lets a program set it back; so this tells a changed executable as surely as hashing its
-/// megabytes would, in microseconds.
-pub fn file_identity(path: &Path) -> std::io::Result<String> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path)?;
-    Ok(format!(
-        "{} {} {}.{} {}.{}",
-        m.ino(),
-        m.len(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec()
-    ))
-}
 
 /// cargo's stderr without its progress lines.
 fn cargo_output(stderr: &str) -> String {

@@ -166,7 +166,7 @@ fn question() -> String {
         Some(PathBuf::from("/rust-toolchain.toml")),
     ];
     for file in files.into_iter().flatten() {
-        let identity = super::build::file_identity(&file).unwrap_or_else(|_| "absent".into());
+        let identity = crate::file_identity::of(&file).unwrap_or_else(|_| "absent".into());
         text.push_str(&format!("{} {identity}\n", file.display()));
     }
     crate::metadata::fingerprint(text.as_bytes())
