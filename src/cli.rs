@@ -304,8 +304,8 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 impl Command {
-    /// The practice directory this command works on, when it works on one. `hint 7.3` and `explain
-    /// TEST` inside a practice directory name a Lab or a test, not a directory: the current one.
+    /// The practice directory whose language this command speaks, when it works on one. `hint 7.3` and
+    /// `explain TEST` inside a practice directory name a Lab or a test, not a directory: the current one.
     pub fn practice_dir(&self) -> Option<PathBuf> {
         let here_unless_a_dir = |dir: &PathBuf| {
             if dir.is_dir() {
@@ -320,6 +320,8 @@ impl Command {
             Command::Hint { dir, .. } | Command::Explain { dir, .. } => {
                 Some(here_unless_a_dir(dir))
             }
+            // `pi-course skeleton 07 > src/agent_loop.rs` is run inside the directory to mend.
+            Command::Skeleton { .. } => Some(PathBuf::from(".")),
             _ => None,
         }
     }

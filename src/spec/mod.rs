@@ -39,7 +39,11 @@ pub fn about(chapter: &str, test: &str) -> Option<String> {
 
 /// The freedoms an expected trace grants, for `explain`: each name, what it leaves free, and the
 /// chapter's words that grant it.
-pub fn freedoms_in(chapter: &str, expected: &Value) -> Vec<(&'static str, String)> {
+pub fn freedoms_in(
+    chapter: &str,
+    expected: &Value,
+    lang: crate::i18n::Lang,
+) -> Vec<(&'static str, String)> {
     if chapter != "07" {
         return Vec::new();
     }
@@ -47,7 +51,13 @@ pub fn freedoms_in(chapter: &str, expected: &Value) -> Vec<(&'static str, String
     ch07::freedoms::FREEDOMS
         .iter()
         .filter(|f| text.contains(&format!("\"{}\"", f.name)))
-        .map(|f| (f.name, format!("{} (「{}」)", f.what, f.quote)))
+        .map(|f| match lang {
+            crate::i18n::Lang::Zh => (f.name, format!("{} (「{}」)", f.what, f.quote)),
+            crate::i18n::Lang::En => (
+                f.name,
+                format!("{} (the chapter: \"{}\")", f.what, f.quote_en),
+            ),
+        })
         .collect()
 }
 
