@@ -1021,7 +1021,7 @@ mod tests {
         let g = graph(vec![step(&[], json!({"kind": "request", "n": 1}))]);
         let panic =
             json!({"kind": "panic", "message": "not yet implemented: Lab 7.3: the other rows"});
-        let text = judge(&g, &[panic.clone()], Lang::En).unwrap();
+        let text = judge(&g, std::slice::from_ref(&panic), Lang::En).unwrap();
         assert!(text.contains("Lab 7.3"), "{text}");
         assert!(text.contains("finish Lab 7.3 first"), "{text}");
         // The TypeScript skeleton's throws, and a todo carried on by a task's panic.
@@ -1037,14 +1037,14 @@ mod tests {
         // Graded, the test's own Lab is known: a test of a later Lab says which to finish first.
         let mut g = g;
         g["test"] = json!({"lab": "7.4", "group": {"zh": "并发工具", "en": "concurrent tools"}});
-        let text = judge(&g, &[panic.clone()], Lang::En).unwrap();
+        let text = judge(&g, std::slice::from_ref(&panic), Lang::En).unwrap();
         assert!(
             text.contains("this test belongs to Lab 7.4 (concurrent tools)")
                 && text.contains("finish Lab 7.3 first")
                 && text.contains("the other rows"),
             "{text}"
         );
-        let zh = judge(&g, &[panic.clone()], Lang::Zh).unwrap();
+        let zh = judge(&g, std::slice::from_ref(&panic), Lang::Zh).unwrap();
         assert!(
             zh.contains("这个测试属于 Lab 7.4（并发工具）") && zh.contains("先完成 Lab 7.3"),
             "{zh}"
