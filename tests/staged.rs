@@ -267,6 +267,9 @@ fn table(track: &Track, first_lang: &str) -> (String, Vec<String>) {
 /// The track's table equals the expected one, and every failure along the way named the right Lab.
 fn assert_staged(track: &Track, first_lang: &str) {
     let (table, wrong) = table(track, first_lang);
+    for problem in &wrong {
+        println!("{problem}\n");
+    }
     assert_eq!(table, EXPECTED.replace("{track}", track.name));
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }

@@ -132,12 +132,14 @@ impl Run {
 }
 
 /// 一个没有执行的调用的配对结果：同 id、同 name，`is_error`，details 为 `{"skipped": true, "reason": reason}`。
+#[allow(dead_code)] // 写完 Lab 7.3 的决策表之后就用上了
 fn skipped(call: &ToolCall, reason: &'static str) -> ToolResultMessage {
     todo!("Lab 7.3: 为调用 {} 写一条 skipped 结果（reason {reason}）：同 id/name，is_error，details {{skipped: true, reason}}，文本见 GUIDE.md 的表格", call.id)
 }
 
 /// 一个调用的 task 结束时成了什么：executor 的结果原样返回；`Err` 或 panic 变成配对到这个调用的错误结果
 /// （Lab 7.4）。每个调用都恰好得到一条带它 id 的结果，单独一个调用也一样。
+#[allow(dead_code)] // 写完 Lab 7.2 的 `spawn` 之后就用上了
 fn paired(
     call: &ToolCall,
     ended: Result<Result<ToolResultMessage, ToolError>, JoinError>,
