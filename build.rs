@@ -1,7 +1,7 @@
 //! Embeds the course content (snapshots/ and chapters/) into the binary, so an installed `pi-course`
-//! works from any directory. A chapter's `solution/`, `alternatives/` and `mutants.toml` are left out on
-//! purpose: the reference answer, the other correct loops and the deliberate bugs live in this repository
-//! only.
+//! works from any directory. A chapter's `solution/`, `alternatives/`, `mutants.toml` and `staged.toml`
+//! are left out on purpose: the reference answer, the other correct loops, the deliberate bugs and the
+//! reference's code Lab by Lab live in this repository only.
 
 use std::env;
 use std::fmt::Write as _;
@@ -23,9 +23,12 @@ fn is_repo_only(rel: &str) -> bool {
     }
     // A chapter's Rust track lives at its top; another track in a folder of its own (`typescript/`).
     let within = if parts[2] == "typescript" { 3 } else { 2 };
-    parts
-        .get(within)
-        .is_some_and(|part| matches!(*part, "solution" | "alternatives" | "mutants.toml"))
+    parts.get(within).is_some_and(|part| {
+        matches!(
+            *part,
+            "solution" | "alternatives" | "mutants.toml" | "staged.toml"
+        )
+    })
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -505,7 +505,8 @@ mod tests {
             .iter()
             .all(|(p, _)| !p.contains("/solution/")
                 && !p.contains("/alternatives/")
-                && !p.ends_with("mutants.toml")));
+                && !p.ends_with("mutants.toml")
+                && !p.ends_with("staged.toml")));
         assert!(ch
             .given_files()
             .iter()

@@ -335,6 +335,28 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 impl Command {
+    /// The practice directory whose language this command speaks, when it works on one. `hint 7.3` and
+    /// `explain TEST` inside a practice directory name a Lab or a test, not a directory: the current one.
+    pub fn practice_dir(&self) -> Option<PathBuf> {
+        let here_unless_a_dir = |dir: &PathBuf| {
+            if dir.is_dir() {
+                dir.clone()
+            } else {
+                PathBuf::from(".")
+            }
+        };
+        match self {
+            Command::Grade(args) => Some(args.dir.clone()),
+            Command::Watch { dir, .. } | Command::Status { dir } => Some(dir.clone()),
+            Command::Hint { dir, .. } | Command::Explain { dir, .. } => {
+                Some(here_unless_a_dir(dir))
+            }
+            // `pi-course skeleton 07 > src/agent_loop.rs` is run inside the directory to mend.
+            Command::Skeleton { .. } => Some(PathBuf::from(".")),
+            _ => None,
+        }
+    }
+
     /// The output format this command was asked for, when it has one.
     pub fn format(&self) -> Option<Format> {
         match self {

@@ -40,7 +40,7 @@ pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf, test: Option<String>) ->
     };
     let chapter = &practice.chapter.id;
     let about = crate::spec::about(chapter, &chosen.name);
-    let freedoms = crate::spec::freedoms_in(chapter, &chosen.evidence.expected, lang == Lang::Zh);
+    let freedoms = crate::spec::freedoms_in(chapter, &chosen.evidence.expected, lang == Lang::En);
     let text = crate::report::explain::render(chosen, about.as_deref(), &freedoms, lang, paint);
     print!("{text}");
     if let Some(seed) = traces.seed {

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 
 /// A text in each language the course speaks.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 pub struct Text {
     pub zh: String,
     pub en: String,

@@ -58,7 +58,13 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(e, &args),
     };
     ui::set_color_choice(cli.color);
-    let lang = Lang::resolve(cli.lang);
+    // `--lang`, then `PI_COURSE_LANG` (clap reads both into `cli.lang`), then the language the practice
+    // directory was made in, then Chinese.
+    let lang = Lang::resolve(cli.lang.or_else(|| {
+        cli.command
+            .practice_dir()
+            .and_then(|dir| metadata::lang_of(&dir))
+    }));
     let format = cli.command.format();
     let catalog = Catalog::embedded();
     let outcome = match cli.command {
@@ -69,7 +75,7 @@ fn main() -> ExitCode {
             track,
         } => practice::run(&catalog, lang, &chapter, track.into(), dir, classroom),
         Command::Grade(args) => commands::grade::run(&catalog, lang, args.into()),
-        Command::GradeClass(args) => class::run(&catalog, lang, args.into()),
+        Command::GradeClass(args) => class::run(&catalog, lang, cli.lang, args.into()),
         Command::MergeClass(args) => class::merge::run(&catalog, lang, args.into()),
         Command::List => list::run(&catalog, lang),
         Command::Skeleton { chapter, track } => {

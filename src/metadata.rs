@@ -36,8 +36,37 @@ pub struct Metadata {
     /// are Rust.
     #[serde(default)]
     pub track: Track,
+    /// The language the directory was made in (`zh`, `en`): every command run on it speaks it unless
+    /// `--lang` or `PI_COURSE_LANG` says otherwise. Absent in directories made before it was recorded,
+    /// which speak the default. The learner may edit this file, so anything but a language this
+    /// pi-course knows reads as absent: the language only ever chooses words, never a verdict.
+    #[serde(
+        default,
+        deserialize_with = "lenient_lang",
+        serialize_with = "lang_code",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub lang: Option<Lang>,
     /// sha256 (hex) of every given file, by path relative to the directory.
     pub given: BTreeMap<String, String>,
+}
+
+/// A `lang` value of any shape: the language it names, or none.
+fn lenient_lang<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Lang>, D::Error> {
+    let value = toml::Value::deserialize(d)?;
+    Ok(value.as_str().and_then(Lang::from_prefix))
+}
+
+fn lang_code<S: serde::Serializer>(
+    lang: &Option<Lang>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match lang {
+        Some(lang) => s.serialize_str(lang.code()),
+        None => s.serialize_none(),
+    }
 }
 
 /// sha256 of `bytes`, as lowercase hex.
@@ -53,7 +82,7 @@ pub fn fingerprint(bytes: &[u8]) -> String {
 }
 
 impl Metadata {
-    pub fn for_chapter(chapter: &Chapter) -> Metadata {
+    pub fn for_chapter(chapter: &Chapter, lang: Lang) -> Metadata {
         let created = crate::time::now();
         Metadata {
             chapter: chapter.id.clone(),
@@ -61,6 +90,7 @@ impl Metadata {
             created,
             layout: chapter.layout,
             track: chapter.track,
+            lang: Some(lang),
             given: chapter
                 .given_files()
                 .iter()
@@ -76,6 +106,22 @@ impl Metadata {
         s.push_str(&toml::to_string(self).expect("metadata serializes"));
         s
     }
+}
+
+/// The language practice directory `dir` was made in, when it records one. Read before the directory is
+/// opened, to speak its language from the first message on; anything unreadable is simply no language
+/// here (opening the directory reports it).
+pub fn lang_of(dir: &Path) -> Option<Lang> {
+    #[derive(Deserialize)]
+    struct OnlyLang {
+        #[serde(default, deserialize_with = "lenient_lang")]
+        lang: Option<Lang>,
+    }
+    let Ok(Contents::Bytes(bytes)) = regular_file::read(dir, FILE, METADATA_LIMIT) else {
+        return None;
+    };
+    let text = String::from_utf8(bytes).ok()?;
+    toml::from_str::<OnlyLang>(&text).ok()?.lang
 }
 
 /// An opened practice directory: where it is, its metadata and its chapter from the catalog.
@@ -225,7 +271,7 @@ mod tests {
         }
         let practice = Practice {
             dir: tmp.path().to_path_buf(),
-            metadata: Metadata::for_chapter(chapter),
+            metadata: Metadata::for_chapter(chapter, Lang::Zh),
             chapter: chapter.clone(),
             shown_as: BTreeMap::new(),
         };

@@ -229,7 +229,7 @@ pub fn write_files(
     lang: Lang,
     extra: &[(&str, Vec<u8>)],
 ) -> io::Result<()> {
-    let metadata = Metadata::for_chapter(chapter).to_toml();
+    let metadata = Metadata::for_chapter(chapter, lang).to_toml();
     let files = chapter
         .given_files()
         .into_iter()

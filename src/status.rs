@@ -150,10 +150,7 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
         "status-start-over",
         &[
             ("chapter", &ch.id),
-            (
-                "suggestion",
-                &new_dir_suggestion(&practice.chapter, &practice.dir),
-            ),
+            ("suggestion", &start_over_args(practice, lang)),
             ("editable", &ch.editable.join(", ")),
         ],
     ));
@@ -164,6 +161,19 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
 fn modified(path: &Path) -> Option<u64> {
     let time = std::fs::metadata(path).ok()?.modified().ok()?;
     Some(crate::time::epoch_secs(time))
+}
+
+/// What follows `pi-course practice CHAPTER` to make a directory like this one: a new name, and the
+/// track and language when they are not the defaults, so the new directory is done the same way.
+fn start_over_args(practice: &Practice, lang: Lang) -> String {
+    let mut args = new_dir_suggestion(&practice.chapter, &practice.dir);
+    if practice.chapter.track != crate::catalog::Track::Rust {
+        args.push_str(&format!(" --track {}", practice.chapter.track.name()));
+    }
+    if lang != Lang::default() {
+        args.push_str(&format!(" --lang {}", lang.code()));
+    }
+    args
 }
 
 /// A sibling of the practice directory that does not exist yet (see [`free_sibling`]), shown relative to

@@ -81,10 +81,35 @@ fn skeleton_and_reference_are_warning_free_and_the_given_crate_passes_its_tests(
     );
 }
 
+/// The surface marker, in either language: the public surface ends where the first of them is.
+const SURFACE_MARKERS: [&str; 2] = [
+    "// 以上是公共表面：保持不变。",
+    "// Above is the public surface: keep it as it is.",
+];
+
+/// Where the public surface of a loop ends: at its surface marker, in whichever language it has.
+fn surface_end(code: &str) -> usize {
+    SURFACE_MARKERS
+        .iter()
+        .filter_map(|marker| code.find(marker))
+        .min()
+        .expect("the surface ends with the marker comment")
+}
+
+/// A surface's code: its lines without the comments, which each language writes in its own words.
+fn surface_code(code: &str) -> Vec<&str> {
+    code[..surface_end(code)]
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect()
+}
+
 /// The skeletons (Chinese and English), the reference and every alternative loop start with the same
-/// public surface, byte for byte, up to the marker that ends it. The tests compile against that surface:
-/// identical text keeps a learner's edits (and a fresh directory after a finished one) from recompiling
-/// the whole test crate, and it proves the reference declares exactly what the skeleton promises.
+/// public surface, up to the marker that ends it: byte for byte where they share a language, the same
+/// code line for line in the English skeleton, whose comments are English. The tests compile against
+/// that surface: identical code keeps a learner's edits (and a fresh directory after a finished one)
+/// from recompiling the whole test crate, and it proves the reference declares exactly what the
+/// skeleton promises.
 #[test]
 fn skeleton_and_reference_share_the_public_surface() {
     let chapter = chapter_dir();
@@ -93,22 +118,18 @@ fn skeleton_and_reference_share_the_public_surface() {
         read("skeleton/src/agent_loop.rs"),
         read("solution/src/agent_loop.rs"),
     );
-    let marker = "// Above is the public surface: keep it as it is.";
-    let end = |s: &str| {
-        s.find(marker)
-            .expect("the surface ends with the marker comment")
-    };
+    let end = surface_end;
     assert_eq!(
         &skeleton[..end(&skeleton)],
         &reference[..end(&reference)],
         "the skeleton and the reference declare different public surfaces"
     );
-    let mut others = vec!["skeleton.en/src/agent_loop.rs".to_string()];
+    let mut others = Vec::new();
     for entry in std::fs::read_dir(chapter.join("alternatives")).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
         others.push(format!("alternatives/{name}"));
     }
-    assert!(others.len() > 1, "no alternative loop");
+    assert!(!others.is_empty(), "no alternative loop");
     for other in others {
         let text = read(&other);
         assert_eq!(
@@ -117,10 +138,20 @@ fn skeleton_and_reference_share_the_public_surface() {
             "{other} declares another public surface than the skeleton"
         );
     }
+    let english = read("skeleton.en/src/agent_loop.rs");
+    assert!(
+        english.contains(SURFACE_MARKERS[1]) && !english.contains(SURFACE_MARKERS[0]),
+        "the English skeleton's surface ends with the English marker"
+    );
+    assert_eq!(
+        surface_code(&english),
+        surface_code(&skeleton),
+        "the English skeleton declares another public surface than the Chinese one"
+    );
 }
 
-/// `practice --lang en` (or `PI_COURSE_LANG=en`) writes the English skeleton: its comments and `todo!()`
-/// texts below the surface are English only. Chinese stays the default. Grading does not care which
+/// `practice --lang en` (or `PI_COURSE_LANG=en`) writes the English skeleton: its comments, marker and
+/// `todo!()` texts are English only. Chinese stays the default. Grading does not care which
 /// skeleton a directory was made with: both get the same verdict for every test, each failure naming
 /// its Lab.
 #[test]
@@ -128,12 +159,9 @@ fn the_english_skeleton_is_written_on_request_and_graded_like_the_chinese_one() 
     let chapter = chapter_dir();
     let english = std::fs::read(chapter.join("skeleton.en/src/agent_loop.rs")).unwrap();
     let chinese = std::fs::read(chapter.join("skeleton/src/agent_loop.rs")).unwrap();
-    let below = String::from_utf8_lossy(&english);
-    let marker = "// Above is the public surface: keep it as it is.";
-    let below = &below[below.find(marker).unwrap()..];
     assert!(
-        !below.chars().any(is_cjk),
-        "the English skeleton's own part holds Chinese"
+        !String::from_utf8_lossy(&english).chars().any(is_cjk),
+        "the English skeleton holds Chinese"
     );
 
     let tmp = tempfile::Builder::new()

@@ -432,3 +432,80 @@ fn bad_input_is_refused_before_the_screen_is_taken() {
         "{out:?}"
     );
 }
+
+/// A directory made in English is watched in English: the rows, the first failing test's message (its
+/// Lab named, its todo!() quoted), the next step and the hint; nothing Chinese on the screen. The
+/// message of a 7.2 test names Lab 7.2 once 7.1 is done.
+#[test]
+fn a_directory_made_in_english_is_watched_in_english() {
+    let tmp = tempfile::Builder::new()
+        .prefix("watch-en-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let out = support::run(tmp.path(), &["practice", "07", "p", "--lang", "en"]);
+    assert!(out.status.success(), "{}", support::describe(&out));
+    let dir = tmp.path().join("p");
+    let cjk = |s: &str| {
+        s.chars()
+            .any(|c| matches!(c, '\u{3000}'..='\u{303f}' | '\u{3400}'..='\u{9fff}' | '\u{ff00}'..='\u{ffef}'))
+    };
+    let mut w = Watch::start(&dir, &[]);
+    let screen = w.wait_for("the first verdict (7.1 ✗)", FIRST_GRADE, |s| {
+        lab_shows(s, "7.1", '✗') && s.contains("Next: Lab 7.1")
+    });
+    assert!(
+        screen.contains("Lab 7.1") && screen.contains("todo!()"),
+        "{screen}"
+    );
+    assert!(!cjk(&screen), "{screen}");
+
+    w.press(b"h");
+    let first_words: String = hint("7.1", "en").chars().take(30).collect();
+    let screen = w.wait_for("the hint for Lab 7.1", REGRADE, |s| {
+        s.contains(&first_words)
+    });
+    assert!(!cjk(&screen), "{screen}");
+
+    // Lab 7.1 done (the reference's `snapshot`, `request` and plain stop): 7.2's message is its own todo.
+    let staged = fs::read_to_string(dir.join("src/agent_loop.rs"))
+        .unwrap()
+        .replace(
+            "fn snapshot(_options: &AgentLoopOptions) -> AgentContext {\n    todo!(\"Lab 7.1: clone the caller's context (system prompt and messages) once, under the lock; from then on change only that copy\")",
+            "fn snapshot(options: &AgentLoopOptions) -> AgentContext {\n    options.context.lock().unwrap().clone()",
+        );
+    let start = staged.find("    async fn request(&mut self)").unwrap();
+    let end = start + staged[start..].find("\n    }\n").unwrap();
+    let mut staged = staged;
+    staged.replace_range(
+        start..end,
+        "    async fn request(&mut self) -> AssistantMessage {
+        self.steps += 1;
+        let mut stream = self.options.model.stream(crate::model::ModelRequest {
+            system_prompt: self.transcript.system_prompt.clone(),
+            messages: self.transcript.messages.clone(),
+            tools: self.options.tools.definitions(),
+        });
+        while let Some(event) = stream.next().await {
+            self.emit(LoopEvent::ModelEvent(event));
+        }
+        let assistant = stream.result().await;
+        self.transcript.messages.push(assistant.clone().into());
+        self.emit(LoopEvent::AssistantMessage(assistant.clone()));
+        assistant",
+    );
+    let staged = staged.replace(
+        "(StopReason::Stop, true) => todo!(\"Lab 7.1: a plain-text stop: this run ends normally\"),",
+        "(StopReason::Stop, true) => Some(RunReason::Stop),",
+    );
+    fs::write(dir.join("src/agent_loop.rs"), staged).unwrap();
+    let screen = w.wait_for("Lab 7.1 passing", REGRADE, |s| {
+        lab_shows(s, "7.1", '✓') && s.contains("Next: Lab 7.2")
+    });
+    assert!(screen.contains("Lab 7.2's unfinished part"), "{screen}");
+    assert!(!cjk(&screen), "{screen}");
+
+    w.press(b"q");
+    let status = w.wait_exit(QUIT);
+    assert_eq!(status.code(), Some(0), "{}", w.transcript());
+    w.assert_clean_exit();
+}

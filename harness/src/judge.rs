@@ -690,19 +690,34 @@ fn pick(lang: Lang, zh: String, en: String) -> String {
     }
 }
 
-/// The Lab a `todo!()` or not-implemented throw names: `Lab 7.3` in its message.
+/// The Lab a `todo!()` or not-implemented throw names: `not yet implemented: Lab 7.3: …` (Rust's
+/// `todo!()`, also when a task's panic carries it on), `TODO(Lab 7.3): …` (the TypeScript skeleton's
+/// throws).
 pub fn lab_reached(step: &Value) -> Option<String> {
     if text_of(step, "kind") != "panic" {
         return None;
     }
     let message = text_of(step, "message");
-    let at = message.find("Lab ")?;
-    let lab: String = message[at + 4..]
+    let at = [
+        "not yet implemented: Lab ",
+        "not implemented: Lab ",
+        "TODO(Lab ",
+    ]
+    .iter()
+    .find_map(|marker| message.find(marker).map(|at| at + marker.len()))?;
+    let lab: String = message[at..]
         .chars()
         .take_while(|c| c.is_ascii_digit() || *c == '.')
         .collect();
     let lab = lab.trim_end_matches('.');
-    (!lab.is_empty() && message.contains("not")).then(|| lab.to_string())
+    (!lab.is_empty()).then(|| lab.to_string())
+}
+
+/// The Lab of the test itself, when the grader put it in the expected trace (`"test": {"lab": "7.4",
+/// "group": {"zh": …, "en": …}}`); hand runs go without.
+fn test_lab(expected: &Value) -> Option<(&str, &Value)> {
+    let test = expected.get("test")?;
+    Some((test.get("lab")?.as_str()?, test.get("group")?))
 }
 
 /// The divergence explained: where the run left the chapter's rules, what was expected there, what
@@ -750,11 +765,32 @@ pub fn message(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) ->
     let mut lines = Vec::new();
     let reached = d.actual.as_ref().and_then(lab_reached);
     if let Some(reached) = &reached {
-        lines.push(pick(
-            lang,
-            format!("第 {step_no} 步到达了 Lab {reached} 还没写完的部分（todo!() / 未实现）：先完成 Lab {reached}。"),
-            format!("step {step_no} reached Lab {reached}'s unfinished part (todo!() / not implemented): finish Lab {reached} first."),
-        ));
+        let reached_zh =
+            format!("第 {step_no} 步到达了 Lab {reached} 还没写完的部分（todo!() / 未实现）");
+        let reached_en = format!(
+            "step {step_no} reached Lab {reached}'s unfinished part (todo!() / not implemented)"
+        );
+        lines.push(match test_lab(expected) {
+            // A test of a later Lab that needs an earlier one: which Lab to finish first.
+            Some((own, group)) if own != reached => {
+                let name = |l: &str| group.get(l).and_then(Value::as_str).unwrap_or("");
+                pick(
+                    lang,
+                    format!("这个测试属于 Lab {own}（{}）；{reached_zh}：先完成 Lab {reached}。", name("zh")),
+                    format!("this test belongs to Lab {own} ({}); {reached_en}: finish Lab {reached} first.", name("en")),
+                )
+            }
+            Some(_) => pick(
+                lang,
+                format!("{reached_zh}：这正是这个 Lab 要你写的部分。"),
+                format!("{reached_en}: this is the part this Lab asks you to write."),
+            ),
+            None => pick(
+                lang,
+                format!("{reached_zh}：先完成 Lab {reached}。"),
+                format!("{reached_en}: finish Lab {reached} first."),
+            ),
+        });
         lines.push(format!(
             "  {}",
             text_of(d.actual.as_ref().unwrap_or(&Value::Null), "message")
@@ -1007,9 +1043,40 @@ mod tests {
         let g = graph(vec![step(&[], json!({"kind": "request", "n": 1}))]);
         let panic =
             json!({"kind": "panic", "message": "not yet implemented: Lab 7.3: the other rows"});
-        let text = judge(&g, &[panic], Lang::En).unwrap();
+        let text = judge(&g, std::slice::from_ref(&panic), Lang::En).unwrap();
         assert!(text.contains("Lab 7.3"), "{text}");
         assert!(text.contains("finish Lab 7.3 first"), "{text}");
+        // The TypeScript skeleton's throws, and a todo carried on by a task's panic.
+        for message in [
+            "TODO(Lab 7.1): a plain-text stop: this run ends normally",
+            "the event sink panicked: JoinError::Panic(Id(7), \"not yet implemented: Lab 7.1: x\")",
+        ] {
+            let panic = json!({"kind": "panic", "message": message});
+            assert_eq!(lab_reached(&panic).as_deref(), Some("7.1"), "{message}");
+        }
+        let other = json!({"kind": "panic", "message": "Lab 7.1 is not where this came from"});
+        assert_eq!(lab_reached(&other), None);
+        // Graded, the test's own Lab is known: a test of a later Lab says which to finish first.
+        let mut g = g;
+        g["test"] = json!({"lab": "7.4", "group": {"zh": "并发工具", "en": "concurrent tools"}});
+        let text = judge(&g, std::slice::from_ref(&panic), Lang::En).unwrap();
+        assert!(
+            text.contains("this test belongs to Lab 7.4 (concurrent tools)")
+                && text.contains("finish Lab 7.3 first")
+                && text.contains("the other rows"),
+            "{text}"
+        );
+        let zh = judge(&g, std::slice::from_ref(&panic), Lang::Zh).unwrap();
+        assert!(
+            zh.contains("这个测试属于 Lab 7.4（并发工具）") && zh.contains("先完成 Lab 7.3"),
+            "{zh}"
+        );
+        g["test"]["lab"] = json!("7.3");
+        let text = judge(&g, &[panic], Lang::En).unwrap();
+        assert!(
+            text.contains("this is the part this Lab asks you to write"),
+            "{text}"
+        );
         let zh = judge(&g, &[json!({"kind": "hang"})], Lang::Zh).unwrap();
         assert!(zh.contains("规则：规则"), "{zh}");
         assert!(!zh.contains("expected"), "{zh}");

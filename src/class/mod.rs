@@ -90,7 +90,11 @@ struct Class {
     catalog: Catalog,
     chapter: Chapter,
     opts: GradeOptions,
+    /// The instructor's language: the summaries, the class page, the progress lines.
     lang: Lang,
+    /// `--lang` or `PI_COURSE_LANG`, when given: every learner's page speaks it too. Otherwise each
+    /// practice directory's page speaks the language the learner made it in.
+    chosen_lang: Option<Lang>,
     out: PathBuf,
     /// Practice directories made for submitted files live here while graded.
     scratch: PathBuf,
@@ -125,7 +129,12 @@ pub struct ClassRequest {
     pub shard: Option<Shard>,
 }
 
-pub fn run(catalog: &Catalog, lang: Lang, args: ClassRequest) -> Result<ExitCode> {
+pub fn run(
+    catalog: &Catalog,
+    lang: Lang,
+    chosen_lang: Option<Lang>,
+    args: ClassRequest,
+) -> Result<ExitCode> {
     if args.format == Format::Gradescope {
         return Err(UserError::new(lang.t("class-bad-format", &[]))
             .with_fix(lang.t("class-bad-format-fix", &[])));
@@ -238,6 +247,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: ClassRequest) -> Result<ExitCode
         chapter: chapter.clone(),
         opts,
         lang,
+        chosen_lang,
         out: args.out.clone(),
         scratch: scratch.path().to_path_buf(),
         seeds,
@@ -554,8 +564,8 @@ async fn grade_all(
             if !live {
                 eprintln!("{}", class.lang.t("class-warming", &[]));
             }
-            let result = grade_one(&class, i, &name, source).await;
-            finish(&class, &state, &name, &sha, result);
+            let (result, learner_lang) = grade_one(&class, i, &name, source).await;
+            finish(&class, &state, &name, &sha, result, learner_lang);
             let _ = cache::ensure_built(&class.opts.cache, &key, class.opts.slots);
         }
     }
@@ -572,11 +582,11 @@ async fn grade_all(
             }
         });
         tasks.push(async move {
-            let result = match task.await {
-                Ok(result) => result,
-                Err(e) => crashed(&class, &e.to_string()),
+            let (result, learner_lang) = match task.await {
+                Ok(graded) => graded,
+                Err(e) => (crashed(&class, &e.to_string()), class.lang),
             };
-            finish(&class, &state, &name, &sha, result);
+            finish(&class, &state, &name, &sha, result, learner_lang);
         });
     }
     futures_join(tasks).await;
@@ -605,8 +615,9 @@ fn crashed(class: &Class, error: &str) -> GradeResult {
     )
 }
 
-/// Grades one learner. Never fails: whatever goes wrong is in the result.
-async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> GradeResult {
+/// Grades one learner, in the language of their page (see [`Class::chosen_lang`]). Never fails: whatever
+/// goes wrong is in the result.
+async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> (GradeResult, Lang) {
     let lang = class.lang;
     let chapter = &class.chapter;
     // The learner's own seed (see [`shard::Seeds`]): the same whichever part or run grades them.
@@ -623,24 +634,35 @@ async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> G
         )
     };
     match source {
-        Source::Not(reason) => not(reason),
+        Source::Not(reason) => (not(reason), lang),
         Source::Practice(dir) => {
             let practice = match Practice::open(&class.catalog, lang, &dir) {
                 Ok(p) => p,
-                Err(e) => return not(lang.t("class-entry-not-practice", &[("error", &e.problem)])),
+                Err(e) => {
+                    let reason = lang.t("class-entry-not-practice", &[("error", &e.problem)]);
+                    return (not(reason), lang);
+                }
             };
             if practice.chapter.id != chapter.id {
-                return not(lang.t(
+                let reason = lang.t(
                     "class-entry-wrong-chapter",
                     &[("found", &practice.chapter.id), ("chapter", &chapter.id)],
-                ));
+                );
+                return (not(reason), lang);
             }
+            // The learner's language for their page and their tests' messages; words only, the
+            // verdicts are the same in every language.
+            let learner_lang = class.chosen_lang.or(practice.metadata.lang).unwrap_or(lang);
+            let mut opts = opts.clone();
+            opts.lang = learner_lang;
             // The directory's own track: its groups carry that track's hints.
-            grade::grade(&practice, &practice.chapter.groups, opts, &|_| {}).await
+            let result = grade::grade(&practice, &practice.chapter.groups, &opts, &|_| {}).await;
+            (result, learner_lang)
         }
         Source::File(path, read, track) => {
             let Some(chapter) = &chapter.with_track(track) else {
-                return not(lang.t("class-entry-not-practice", &[("error", &track.name())]));
+                let reason = lang.t("class-entry-not-practice", &[("error", &track.name())]);
+                return (not(reason), lang);
             };
             let dir = class.scratch.join(index.to_string());
             let made = practice::write_files(&dir, chapter, lang, &[])
@@ -666,7 +688,7 @@ async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> G
                 ),
             };
             let _ = fs::remove_dir_all(&dir);
-            result
+            (result, lang)
         }
     }
 }
@@ -679,18 +701,21 @@ fn finish(
     name: &str,
     sha256: &str,
     result: GradeResult,
+    learner_lang: Lang,
 ) {
     let lang = class.lang;
     let row = summary::row(name, &result, sha256, lang);
     let mut state = state.borrow_mut();
-    let json = report::json::render(&result, lang);
+    // The learner's own files (report, JUnit, page) in the learner's language; the row and the
+    // summaries in the instructor's.
+    let json = report::json::render(&result, learner_lang);
     write_result(
         &class.out,
         &row.report,
         json.as_bytes(),
         &mut state.unwritten,
     );
-    let junit = report::junit::render(&result, lang);
+    let junit = report::junit::render(&result, learner_lang);
     write_result(
         &class.out,
         &row.junit,
@@ -714,8 +739,8 @@ fn finish(
                 &row,
                 &report,
                 &timelines,
-                lang,
-                class.chapter.title.get(lang),
+                learner_lang,
+                class.chapter.title.get(learner_lang),
                 &class.chapter.id,
             )
         });

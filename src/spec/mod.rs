@@ -36,10 +36,10 @@ pub fn about(chapter: &str, test: &str) -> Option<String> {
         .map(|c| c.about)
 }
 
-/// The freedoms an expected trace grants, for `explain`: each name, what it leaves free, and (with
-/// `quoted`, for a reader of the chapter's own language) the chapter's words that grant it. The
-/// specification knows no language of the tool's: it is compiled alone by tests/judge_agreement.rs.
-pub fn freedoms_in(chapter: &str, expected: &Value, quoted: bool) -> Vec<(&'static str, String)> {
+/// The freedoms an expected trace grants, for `explain`: each name, what it leaves free, and the
+/// chapter's words that grant it (in the chapter's Chinese, with an English rendering for `quoted_en`).
+/// The specification knows no language of the tool's: tests/judge_agreement.rs compiles it alone.
+pub fn freedoms_in(chapter: &str, expected: &Value, english: bool) -> Vec<(&'static str, String)> {
     if chapter != "07" {
         return Vec::new();
     }
@@ -47,9 +47,12 @@ pub fn freedoms_in(chapter: &str, expected: &Value, quoted: bool) -> Vec<(&'stat
     ch07::freedoms::FREEDOMS
         .iter()
         .filter(|f| text.contains(&format!("\"{}\"", f.name)))
-        .map(|f| match quoted {
-            true => (f.name, format!("{} (「{}」)", f.what, f.quote)),
-            false => (f.name, f.what.to_string()),
+        .map(|f| match english {
+            false => (f.name, format!("{} (「{}」)", f.what, f.quote)),
+            true => (
+                f.name,
+                format!("{} (the chapter: \"{}\")", f.what, f.quote_en),
+            ),
         })
         .collect()
 }

@@ -1,14 +1,11 @@
-//! 第 07 章：Agent Loop。问模型，执行它要的工具，把结果送回去，直到这次运行结束。
-//! The agent loop: ask the model, run the tools it asks for, feed the results back, until the run ends.
+//! Chapter 07: the agent loop. Ask the model, run the tools it asks for, feed the results back, until
+//! the run ends.
 //!
-//! 每次运行都要守住三个不变量 / three invariants hold for every run:
-//! 1. 每轮最终的 assistant 消息只加入 transcript 一次 / each final assistant message is appended once;
-//! 2. 下一次模型请求前，每个 tool call 都恰好有一条同 id 的结果 / before the next request, every call
-//!    has exactly one result with its id;
-//! 3. 一次运行只发出一个 `TurnEnd` / exactly one `TurnEnd` per run.
+//! Three invariants hold for every run:
+//! 1. each final assistant message is appended to the transcript once;
+//! 2. before the next model request, every tool call has exactly one result with its id;
+//! 3. exactly one `TurnEnd` per run.
 //!
-//! 公共类型（`LoopEvent`、`AgentRunResult`、`AgentLoopOptions` 等）声明在给定的 crate `api/` 里
-//! （`api/src/lib.rs`），这里原样重新导出：测试用的就是这些类型。
 //! The public types (`LoopEvent`, `AgentRunResult`, `AgentLoopOptions`, ...) are declared in the given
 //! crate `api/` (`api/src/lib.rs`) and re-exported here as they are: they are the types the tests use.
 
@@ -18,18 +15,20 @@ pub use pi_course_api::agent_loop::{
 };
 
 // ---------------------------------------------------------------------------------------------------
-// 以上是公共表面：保持不变。你的代码写在下面；重新评分时只重新编译这个文件所在的 crate，测试不必重编。
 // Above is the public surface: keep it as it is. Write your code below; a re-grade recompiles only the
 // crate this file is in, never the tests.
 // ---------------------------------------------------------------------------------------------------
 
 // The public types and `AgentLoopOptions::new` are written (in `api/`), and so are the main loop of
-// `run_agent_loop` and `Run::finish`; each `todo!()` is a piece for you to write, and its message
-// names its Lab.
-// You may need: `crate::model::ModelRequest`, `crate::tool::execute_tool_call`,
-// `serde_json::json!`, `tokio::spawn`.
+// `run_agent_loop`, `Run::finish`, and the part of `run_batch` that awaits and writes the results; each
+// `todo!()` is a piece for you to write, and its message names its Lab.
+// You may need: `crate::model::ModelRequest`, `crate::tool::{execute_tool_call, ToolContext}`,
+// `serde_json::json!`, `tokio::spawn`, `std::sync::Arc`.
 
-use crate::message::{AssistantMessage, StopReason, ToolCall};
+use tokio::task::{JoinError, JoinHandle};
+
+use crate::message::{AssistantMessage, StopReason, ToolCall, ToolResultMessage};
+use crate::tool::ToolError;
 
 /// The run's one look at the caller's conversation.
 fn snapshot(_options: &AgentLoopOptions) -> AgentContext {
@@ -90,18 +89,32 @@ impl Run {
             (StopReason::ToolUse, false) => None,
             (StopReason::Stop, true) => todo!("Lab 7.1: a plain-text stop: this run ends normally"),
             (reason, _) => todo!(
-                "Lab 7.3: non-executing terminal state {reason:?} ({} calls): run none of them, write a skipped result for each call, then end with the matching reason",
+                "Lab 7.3: non-executing terminal state {reason:?} ({} calls): run none of them, write skipped(call, reason) and emit tool_skipped for each call, then end with the matching reason",
                 calls.len()
             ),
         }
     }
 
-    /// Starts every call at once; writes the results in call order, whatever order they finish in.
+    /// A batch, of one call or of several: every call starts (each on a task of its own, see `spawn`)
+    /// before any is awaited, and the results are written in call order, whatever order they finish in.
     async fn run_batch(&mut self, calls: &[&ToolCall]) {
-        if calls.len() > 1 {
-            todo!("Lab 7.4: start the whole batch at once (an executor's Err and panic both become error results), emit tool_end as each call finishes, then write the results in call order")
+        let tasks: Vec<JoinHandle<ToolResultMessage>> = match calls {
+            // A batch of one call: the code Lab 7.4 writes serves it as well, and this arm can go then.
+            [call] => vec![self.spawn(call)],
+            _ => todo!("Lab 7.4: start every call of the batch with self.spawn, all of them before awaiting any (a batch of one call is the same code)"),
+        };
+        for task in tasks {
+            // A panic of the task itself (not of the tool: `paired` pairs those) goes on as the loop's own.
+            let result = task
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            self.transcript.messages.push(result.into());
         }
-        todo!("Lab 7.2: emit tool_start, give the executor the call id, the run's signal and a progress callback, emit tool_end, then write the result into the transcript")
+    }
+
+    /// Runs one call on a task of its own and emits its ToolEnd the moment it finishes.
+    fn spawn(&self, _call: &ToolCall) -> JoinHandle<ToolResultMessage> {
+        todo!("Lab 7.2: emit tool_start; hand the executor (execute_tool_call if there is none) the call id, the run's signal and a progress callback, on a task of its own; when it ends, paired(call, how it ended) gives the result: emit tool_end and return it")
     }
 
     /// The single exit: every run emits exactly one TurnEnd, here.
@@ -112,5 +125,26 @@ impl Run {
             messages: self.transcript.messages,
             steps: self.steps,
         }
+    }
+}
+
+/// The paired result of a call that was not run: same id and name, `is_error`, details
+/// `{"skipped": true, "reason": reason}`.
+#[allow(dead_code)] // in use once Lab 7.3's rows of the decision table are written
+fn skipped(call: &ToolCall, reason: &'static str) -> ToolResultMessage {
+    todo!("Lab 7.3: write a skipped result for call {} (reason {reason}): same id/name, is_error, details {{skipped: true, reason}}, text from the table in GUIDE.en.md", call.id)
+}
+
+/// What a call's task became: the executor's result as it is; an `Err` or a panic becomes an error result
+/// paired to the call (Lab 7.4). Every call gets exactly one result with its id, a lone call too.
+#[allow(dead_code)] // in use once Lab 7.2's `spawn` is written
+fn paired(
+    call: &ToolCall,
+    ended: Result<Result<ToolResultMessage, ToolError>, JoinError>,
+) -> ToolResultMessage {
+    match ended {
+        Ok(Ok(result)) => result,
+        Ok(Err(error)) => todo!("Lab 7.4: the executor of call {} returned Err ({error}): write an error result with its id and name whose text carries its Display, never its Debug form", call.id),
+        Err(panic) => todo!("Lab 7.4: the executor of call {} panicked ({panic}): write an error result with its id and name whose text carries the panic's message, no location or backtrace", call.id),
     }
 }

@@ -23,14 +23,17 @@ pub use pi_course_api::agent_loop::{
 // crate this file is in, never the tests.
 // ---------------------------------------------------------------------------------------------------
 
-// 公共类型和 `AgentLoopOptions::new` 已经在 `api/` 里写好，`run_agent_loop` 的主循环和 `Run::finish` 也是；
-// 每个 `todo!()` 是你要写的一段，消息里写着它属于哪个 Lab。
-// 可能用到 / you may need: `crate::model::ModelRequest`, `crate::tool::execute_tool_call`,
-// `serde_json::json!`, `tokio::spawn`.
+// 公共类型和 `AgentLoopOptions::new` 已经在 `api/` 里写好，`run_agent_loop` 的主循环、`Run::finish`
+// 和 `run_batch` 等待、写入结果的部分也是；每个 `todo!()` 是你要写的一段，消息里写着它属于哪个 Lab。
+// 可能用到：`crate::model::ModelRequest`、`crate::tool::{execute_tool_call, ToolContext}`、
+// `serde_json::json!`、`tokio::spawn`、`std::sync::Arc`。
 
-use crate::message::{AssistantMessage, StopReason, ToolCall};
+use tokio::task::{JoinError, JoinHandle};
 
-/// The run's one look at the caller's conversation.
+use crate::message::{AssistantMessage, StopReason, ToolCall, ToolResultMessage};
+use crate::tool::ToolError;
+
+/// 对调用者对话的唯一一次读取。
 fn snapshot(_options: &AgentLoopOptions) -> AgentContext {
     todo!("Lab 7.1: 在锁内克隆一次调用者的 context（system prompt 和消息），之后只改这份副本")
 }
@@ -54,12 +57,12 @@ pub async fn run_agent_loop(options: AgentLoopOptions) -> AgentRunResult {
     run.finish(reason)
 }
 
-/// One run in progress.
+/// 进行中的一次运行。
 struct Run {
     options: AgentLoopOptions,
-    /// The run's own conversation: every request is built from it, every result is written to it.
+    /// 本次运行自己的对话：每次请求都由它构成，每条结果都写进它。
     transcript: AgentContext,
-    /// Model requests made so far.
+    /// 已发出的模型请求数。
     steps: usize,
 }
 
@@ -68,7 +71,7 @@ impl Run {
         (self.options.on_event)(event)
     }
 
-    /// Checked before every request, which is also right after the previous batch was written.
+    /// 每次请求前检查；这也正是上一批结果写入之后。
     fn check_boundaries(&self) -> Option<RunReason> {
         if self.options.signal.is_cancelled() || self.steps >= self.options.max_steps {
             todo!("Lab 7.5: 请求模型前的边界：signal 已取消就以 aborted 结束，请求次数到了上限就以 max_steps 结束")
@@ -76,12 +79,12 @@ impl Run {
         None
     }
 
-    /// One model turn: forward every event, then append the final message (never a partial) once.
+    /// 一轮模型：转发每个事件，再把最终消息（从不是 partial）追加一次。
     async fn request(&mut self) -> AssistantMessage {
         todo!("Lab 7.1: steps 加一，用 transcript 和全部工具定义请求模型；转发每个模型事件，再取 result()，追加一次并发出 assistant_message")
     }
 
-    /// The decision table. `None`: run the calls and ask again; `Some`: the run ends for that reason.
+    /// 决策表。`None`：执行这批调用，再问一次；`Some`：运行以这个原因结束。
     fn handle_stop(&mut self, assistant: &AssistantMessage) -> Option<RunReason> {
         let calls = assistant.tool_calls();
         match (assistant.stop_reason, calls.is_empty()) {
@@ -89,21 +92,35 @@ impl Run {
             (StopReason::ToolUse, false) => None,
             (StopReason::Stop, true) => todo!("Lab 7.1: 纯文本 stop：这次运行正常结束"),
             (reason, _) => todo!(
-                "Lab 7.3: 非执行终态 {reason:?}（{} 个调用）：不执行任何调用，为每个调用写入 skipped 结果，再以对应的原因结束",
+                "Lab 7.3: 非执行终态 {reason:?}（{} 个调用）：不执行任何调用，为每个调用写入 skipped(call, 原因) 并发 tool_skipped，再以对应的原因结束",
                 calls.len()
             ),
         }
     }
 
-    /// Starts every call at once; writes the results in call order, whatever order they finish in.
+    /// 一批调用，不论一个还是多个：先启动每个调用（各在自己的 task 上，见 `spawn`），再等待任何一个；
+    /// 不论完成先后，结果按调用顺序写入。
     async fn run_batch(&mut self, calls: &[&ToolCall]) {
-        if calls.len() > 1 {
-            todo!("Lab 7.4: 同时启动整批调用（executor 的 Err 和 panic 都变成错误结果），每个完成就发 tool_end，最后按调用顺序写入结果")
+        let tasks: Vec<JoinHandle<ToolResultMessage>> = match calls {
+            // 只有一个调用的批次：Lab 7.4 写的代码同样适用于它，届时这一支可以删掉。
+            [call] => vec![self.spawn(call)],
+            _ => todo!("Lab 7.4: 用 self.spawn 启动这批的每一个调用，全部启动之后才等待任何一个（只有一个调用的批次也是同一段代码）"),
+        };
+        for task in tasks {
+            // task 本身的 panic（不是工具的：那些由 `paired` 配对）照原样继续抛出，像 loop 自己的一样。
+            let result = task
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            self.transcript.messages.push(result.into());
         }
-        todo!("Lab 7.2: 发 tool_start，把 call id、signal 和进度回调交给 executor，发 tool_end，再把结果写入 transcript")
     }
 
-    /// The single exit: every run emits exactly one TurnEnd, here.
+    /// 在自己的 task 上执行一个调用，它一完成就发出 ToolEnd。
+    fn spawn(&self, _call: &ToolCall) -> JoinHandle<ToolResultMessage> {
+        todo!("Lab 7.2: 发 tool_start；把 call id、本次运行的 signal 和进度回调交给 executor（没有就用 execute_tool_call），在它自己的 task 上执行；结束时用 paired(call, 结局) 得到结果，发 tool_end 并返回它")
+    }
+
+    /// 唯一的出口：每次运行恰好在这里发一个 TurnEnd。
     fn finish(self, reason: RunReason) -> AgentRunResult {
         self.emit(LoopEvent::TurnEnd { reason });
         AgentRunResult {
@@ -111,5 +128,25 @@ impl Run {
             messages: self.transcript.messages,
             steps: self.steps,
         }
+    }
+}
+
+/// 一个没有执行的调用的配对结果：同 id、同 name，`is_error`，details 为 `{"skipped": true, "reason": reason}`。
+#[allow(dead_code)] // 写完 Lab 7.3 的决策表之后就用上了
+fn skipped(call: &ToolCall, reason: &'static str) -> ToolResultMessage {
+    todo!("Lab 7.3: 为调用 {} 写一条 skipped 结果（reason {reason}）：同 id/name，is_error，details {{skipped: true, reason}}，文本见 GUIDE.md 的表格", call.id)
+}
+
+/// 一个调用的 task 结束时成了什么：executor 的结果原样返回；`Err` 或 panic 变成配对到这个调用的错误结果
+/// （Lab 7.4）。每个调用都恰好得到一条带它 id 的结果，单独一个调用也一样。
+#[allow(dead_code)] // 写完 Lab 7.2 的 `spawn` 之后就用上了
+fn paired(
+    call: &ToolCall,
+    ended: Result<Result<ToolResultMessage, ToolError>, JoinError>,
+) -> ToolResultMessage {
+    match ended {
+        Ok(Ok(result)) => result,
+        Ok(Err(error)) => todo!("Lab 7.4: 调用 {} 的 executor 返回了 Err（{error}）：写一条同 id/name 的错误结果，文本带上它的 Display，不要 Debug", call.id),
+        Err(panic) => todo!("Lab 7.4: 调用 {} 的 executor panic 了（{panic}）：写一条同 id/name 的错误结果，文本带上 panic 的消息，不带位置和 backtrace", call.id),
     }
 }

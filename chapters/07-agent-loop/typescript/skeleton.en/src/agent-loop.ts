@@ -1,11 +1,10 @@
-// 第 07 章：Agent Loop。问模型，执行它要的工具，把结果送回去，直到这次运行结束。
-// The agent loop: ask the model, run the tools it asks for, feed the results back, until the run ends.
+// Chapter 07: the agent loop. Ask the model, run the tools it asks for, feed the results back, until
+// the run ends.
 //
-// 每次运行都要守住三个不变量 / three invariants hold for every run:
-// 1. 每轮最终的 assistant 消息只加入 transcript 一次 / each final assistant message is appended once;
-// 2. 下一次模型请求前，每个 tool call 都恰好有一条同 id 的结果 / before the next request, every call
-//    has exactly one result with its id;
-// 3. 一次运行只发出一个 turn_end / exactly one turn_end per run.
+// Three invariants hold for every run:
+// 1. each final assistant message is appended to the transcript once;
+// 2. before the next model request, every tool call has exactly one result with its id;
+// 3. exactly one turn_end per run.
 
 import type { AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage } from "./message.js";
 import type { Model, ModelEvent } from "./model.js";
@@ -13,35 +12,32 @@ import type { ToolExecutor, ToolRegistry } from "./tool.js";
 
 export const DEFAULT_MAX_STEPS = 32;
 
-// 循环运行时报告的事情，按发生的顺序。
 // What the loop reports while it runs, in the order it happens.
 export type LoopEvent =
-  // 模型的流式事件，原样转发。/ A streaming event from the model, forwarded as is.
+  // A streaming event from the model, forwarded as is.
   | { type: "model_event"; event: ModelEvent }
-  // 一轮模型的最终消息，即加入 transcript 的那一条。/ A turn's final message, as appended to the transcript.
+  // A turn's final message, as appended to the transcript.
   | { type: "assistant_message"; message: AssistantMessage }
   | { type: "tool_start"; call: ToolCall }
   | { type: "tool_progress"; toolCallId: string; content: TextContent[] }
-  // 调用一完成就发出，所以可能不按调用顺序。/ Emitted the moment a call finishes: maybe out of call order.
+  // Emitted the moment a call finishes: maybe out of call order.
   | { type: "tool_end"; result: ToolResultMessage }
-  // 没有执行就得到回答的调用。/ A call that was answered without being run.
+  // A call that was answered without being run.
   | { type: "tool_skipped"; result: ToolResultMessage }
-  // 每次运行的最后一个事件。/ The last event of every run.
+  // The last event of every run.
   | { type: "turn_end"; reason: RunReason };
 
-// 一次运行为什么结束。/ Why a run ended.
+// Why a run ended.
 export type RunReason = "stop" | "length" | "error" | "aborted" | "maxSteps";
 
 export interface AgentRunResult {
   reason: RunReason;
-  // 本次运行的 transcript：调用者的消息，加上本次运行追加的一切。
   // The run's transcript: the caller's messages followed by everything this run added.
   messages: Message[];
-  // 发出了多少次模型请求。/ How many model requests were made.
+  // How many model requests were made.
   steps: number;
 }
 
-// 调用者的对话。循环在开始时复制一次它的 messages，从不写它。
 // The caller's conversation. The loop copies its messages once, at the start, and never writes to it.
 export interface AgentContext {
   systemPrompt: string;
@@ -52,27 +48,26 @@ export interface AgentLoopOptions {
   context: AgentContext;
   model: Model;
   tools: ToolRegistry;
-  // 不给就用内置的 executor 按 tools 执行。/ Absent: calls run with the built-in executor against `tools`.
+  // Absent: calls run with the built-in executor against `tools`.
   executor?: ToolExecutor;
-  // abort 之后，运行在下一个边界结束；工具也拿到它。/ Aborting it ends the run at the next boundary; tools get it too.
+  // Aborting it ends the run at the next boundary; tools get it too.
   signal?: AbortSignal;
-  // 一次运行最多发出的模型请求数，默认 DEFAULT_MAX_STEPS。/ The most model requests one run may make.
+  // The most model requests one run may make; DEFAULT_MAX_STEPS when absent.
   maxSteps?: number;
   onEvent?: (event: LoopEvent) => void;
 }
 
-// 不执行就回答一个调用的原因：写进结果的 details.reason。
 // Why a call is answered without being run: the `reason` written to the result's details.
 export type SkipReason = "length" | "error" | "aborted" | "unexpected-stop" | "duplicate-call-id";
 
 // ---------------------------------------------------------------------------------------------------
-// 以上是公共表面：保持不变，测试用的就是这些类型。你的代码写在下面。
 // Above is the public surface: keep it as it is, the tests use these types. Write your code below.
 // ---------------------------------------------------------------------------------------------------
 
-// The main loop (runAgentLoop, turns) and the single exit finish() are written; each TODO is a piece
-// for you to write, and its message names its Lab. You may need: toolCallsOf, text and errorResult
-// from message.ts, registryExecutor from tool.ts, Promise.all.
+// The main loop (runAgentLoop, turns), the single exit finish() and the part of runBatch that awaits
+// and writes the results are written; each TODO is a piece for you to write, and its message names its
+// Lab. You may need: toolCallsOf, text and errorResult from message.ts, registryExecutor from tool.ts,
+// Promise.all.
 
 import { toolCallsOf } from "./message.js";
 
@@ -151,15 +146,32 @@ function decide(run: Run, assistant: AssistantMessage): RunReason | undefined {
   );
 }
 
-// Starts every call at once; writes the results in call order, whatever order they finish in.
+// A batch, of one call or of several: every call starts (runCall) before any is awaited, and the results
+// are written in call order, whatever order they finish in (Promise.all keeps the order of its input).
 async function runBatch(run: Run, calls: ToolCall[]): Promise<void> {
-  if (calls.length > 1) {
+  if (calls.length !== 1) {
     throw new Error(
-      "TODO(Lab 7.4): start the whole batch at once (an executor's rejection and synchronous throw both become paired error results), emit tool_end as each call finishes, then write the results in call order",
+      "TODO(Lab 7.4): start every call of the batch with runCall, all of them before awaiting any (a batch of one call is the same code; the special case below can go then)",
     );
   }
+  // A batch of one call: the code Lab 7.4 writes serves it as well.
+  const results = await Promise.all([runCall(run, calls[0])]);
+  run.messages.push(...results);
+}
+
+// Runs one call and emits its tool_end the moment it finishes. Never rejects: the executor's synchronous
+// throw and its rejection both go to failed().
+async function runCall(run: Run, call: ToolCall): Promise<ToolResultMessage> {
   throw new Error(
-    "TODO(Lab 7.2): emit tool_start, hand the call and { signal, reportProgress } to the executor (the built-in one if none is given), emit tool_end, then write the result to the transcript",
+    "TODO(Lab 7.2): emit tool_start, hand the call and { signal, reportProgress } to the executor (the built-in one if none is given), await it inside a try and give what the catch gets to failed(call, error); emit tool_end, return the result",
+  );
+}
+
+// What a call whose executor threw or rejected becomes (Lab 7.4): an error result paired to the call.
+// Every call gets exactly one result with its id, a lone call too.
+function failed(call: ToolCall, error: unknown): ToolResultMessage {
+  throw new Error(
+    `TODO(Lab 7.4): the executor of call ${call.id} failed: write an error result with its id and name whose text carries the error's message, no stack`,
   );
 }
 

@@ -70,9 +70,9 @@ export type SkipReason = "length" | "error" | "aborted" | "unexpected-stop" | "d
 // Above is the public surface: keep it as it is, the tests use these types. Write your code below.
 // ---------------------------------------------------------------------------------------------------
 
-// 主循环（runAgentLoop、turns）和唯一的出口 finish() 已经写好；每个 TODO 是你要写的一段，
-// 消息里写着它属于哪个 Lab。可能用到：message.ts 的 toolCallsOf、text、errorResult，tool.ts 的
-// registryExecutor，Promise.all。
+// 主循环（runAgentLoop、turns）、唯一的出口 finish() 和 runBatch 等待、写入结果的部分已经写好；每个
+// TODO 是你要写的一段，消息里写着它属于哪个 Lab。可能用到：message.ts 的 toolCallsOf、text、errorResult，
+// tool.ts 的 registryExecutor，Promise.all。
 
 import { toolCallsOf } from "./message.js";
 
@@ -151,15 +151,31 @@ function decide(run: Run, assistant: AssistantMessage): RunReason | undefined {
   );
 }
 
-// 同时启动整批调用；不论完成先后，结果按调用顺序写入。
+// 一批调用，不论一个还是多个：先启动每个调用（runCall），再等待任何一个；不论完成先后，结果按调用顺序
+// 写入（Promise.all 保留输入的顺序）。
 async function runBatch(run: Run, calls: ToolCall[]): Promise<void> {
-  if (calls.length > 1) {
+  if (calls.length !== 1) {
     throw new Error(
-      "TODO(Lab 7.4): 同时启动整批调用（executor 的 reject 和同步 throw 都变成配对的错误结果），每个完成就发 tool_end，最后按调用顺序写入结果",
+      "TODO(Lab 7.4): 用 runCall 启动这批的每一个调用，全部启动之后才等待任何一个（只有一个调用的批次也是同一段代码，写完后下面那行的特例可以删掉）",
     );
   }
+  // 只有一个调用的批次：Lab 7.4 写的代码同样适用于它。
+  const results = await Promise.all([runCall(run, calls[0])]);
+  run.messages.push(...results);
+}
+
+// 执行一个调用，它一完成就发 tool_end。从不 reject：executor 的同步 throw 和 rejection 都交给 failed()。
+async function runCall(run: Run, call: ToolCall): Promise<ToolResultMessage> {
   throw new Error(
-    "TODO(Lab 7.2): 发 tool_start，把 call 和 { signal, reportProgress } 交给 executor（没有就用内置的），发 tool_end，再把结果写入 transcript",
+    "TODO(Lab 7.2): 发 tool_start，把 call 和 { signal, reportProgress } 交给 executor（没有就用内置的），在 try 里 await 它，catch 到的交给 failed(call, error)；发 tool_end，返回结果",
+  );
+}
+
+// 一个调用的 executor 同步 throw 或 reject 之后成了什么（Lab 7.4）：配对到这个调用的错误结果。
+// 每个调用都恰好得到一条带它 id 的结果，单独一个调用也一样。
+function failed(call: ToolCall, error: unknown): ToolResultMessage {
+  throw new Error(
+    `TODO(Lab 7.4): 调用 ${call.id} 的 executor 失败了：写一条同 id/name 的错误结果，文本带上它的消息，不带 stack`,
   );
 }
 
