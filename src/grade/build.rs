@@ -371,7 +371,6 @@ fn verify(built: &Compiled, target_dir: &Path) -> std::io::Result<()> {
     }
 }
 
-
 /// cargo's stderr without its progress lines.
 fn cargo_output(stderr: &str) -> String {
     const PROGRESS: [&str; 6] = [
