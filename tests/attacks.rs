@@ -1844,14 +1844,22 @@ fn the_build_environment_names_nothing_of_the_grader() {
         return;
     }
     assert!(text.contains("ENV HOME="), "the attack ran:\n{text}");
-    let messages: String = report_tests(&report)
-        .iter()
-        .filter_map(|(_, t)| t["message"].as_str())
+    // A judge's message shows a panic cut short: the whole panic is in the grade's evidence.
+    let evidence = fs::read_to_string(dir.join(".pi-course/last-traces.json")).unwrap();
+    let evidence: Value = serde_json::from_str(&evidence).unwrap();
+    let panics: Vec<String> = evidence["tests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["trace"].as_array().cloned().unwrap_or_default())
+        .filter(|step| step["kind"] == "panic")
+        .filter_map(|step| step["message"].as_str().map(str::to_string))
         .collect();
-    let env_line = messages
-        .lines()
+    let env_line = panics
+        .iter()
         .find(|l| l.contains("ENV HOME="))
-        .expect("a message carries the build's environment");
+        .cloned()
+        .expect("a panic carries the build's environment");
     for (what, path) in [
         ("the home", home.path.clone()),
         ("the cargo home", cargo_home.path.clone()),
