@@ -723,12 +723,12 @@ fn finish(
         &mut state.unwritten,
     );
     // Each failing test's expected and actual timelines, as `pi-course explain` shows them.
-    let timelines: BTreeMap<String, String> = crate::grade::last::traces_of(&result, lang)
+    let timelines: BTreeMap<String, String> = crate::grade::last::traces_of(&result, learner_lang)
         .tests
         .iter()
         .map(|t| {
             let rows = crate::judge::compare::timeline(&t.evidence.expected, &t.evidence.trace);
-            let text = report::explain::table(&rows, lang, crate::ui::Paint(false));
+            let text = report::explain::table(&rows, learner_lang, crate::ui::Paint(false));
             (t.name.clone(), text)
         })
         .collect();

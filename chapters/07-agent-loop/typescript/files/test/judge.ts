@@ -475,7 +475,7 @@ export function label(step: Value): string {
       }
     }
     case "exec_enter":
-      if (textOf(step, "via") === "tool") return `tool ${textOf(step, "tool")} runs`;
+      if (textOf(step, "via") === "tool") return `tool(${textOf(step, "tool")})`;
       return `executor(${textOf(get(step, "call") ?? null, "id")})`;
     case "exec_progress":
       return `reportProgress(${textOf(step, "ref")})`;
@@ -484,12 +484,12 @@ export function label(step: Value): string {
     case "driver": {
       const action = textOf(step, "action");
       if (action === "release") return `test: release(${textOf(step, "ref")})`;
-      if (action === "gave_up") return `test: gave up waiting for ${textOf(step, "waiting_for")}`;
-      if (action === "stream_end") return "test: stream ends";
+      if (action === "gave_up") return `test: gave_up(${textOf(step, "waiting_for")})`;
+      if (action === "stream_end") return `test: stream_end(#${asU64(get(step, "n")) ?? 0})`;
       return `test: ${action}`;
     }
     case "caller":
-      return `caller's context ${textOf(step, "state")}`;
+      return `caller(${textOf(step, "state")})`;
     case "result":
       return `return(${describeOrLabel(get(step, "reason"))})`;
     case "panic":
@@ -521,15 +521,32 @@ function pick(lang: Lang, zh: string, en: string): string {
 export function labReached(step: Value): string | undefined {
   if (textOf(step, "kind") !== "panic") return undefined;
   const text = textOf(step, "message");
-  const at = text.indexOf("Lab ");
+  let at = -1;
+  for (const marker of ["not yet implemented: Lab ", "not implemented: Lab ", "TODO(Lab "]) {
+    const found = text.indexOf(marker);
+    if (found !== -1) {
+      at = found + marker.length;
+      break;
+    }
+  }
   if (at === -1) return undefined;
   let lab = "";
-  for (const c of text.slice(at + 4)) {
+  for (const c of text.slice(at)) {
     if ((c >= "0" && c <= "9") || c === ".") lab += c;
     else break;
   }
   while (lab.endsWith(".")) lab = lab.slice(0, -1);
-  return lab !== "" && text.includes("not") ? lab : undefined;
+  return lab !== "" ? lab : undefined;
+}
+
+// 评分器放进期望轨迹里的测试自己的 Lab（"test": {"lab", "group"}）；手动运行没有。
+// The Lab of the test itself, when the grader put it in the expected trace; hand runs go without.
+function testLab(expected: Value): { own: string; group: Value } | undefined {
+  const test = get(expected, "test");
+  if (test === undefined) return undefined;
+  const own = get(test, "lab");
+  const group = get(test, "group");
+  return typeof own === "string" && group !== undefined ? { own, group } : undefined;
 }
 
 // 分歧的说明：运行在哪里离开了本章的规则，那里期望什么，发生了什么，是哪条规则、哪个 Lab 的，以及
@@ -559,13 +576,27 @@ export function message(expected: Value, trace: readonly Value[], d: Divergence,
   const out: string[] = [];
   const reached = d.actual !== undefined ? labReached(d.actual) : undefined;
   if (reached !== undefined) {
-    out.push(
-      pick(
-        lang,
-        `第 ${stepNo} 步到达了 Lab ${reached} 还没写完的部分（todo!() / 未实现）：先完成 Lab ${reached}。`,
-        `step ${stepNo} reached Lab ${reached}'s unfinished part (todo!() / not implemented): finish Lab ${reached} first.`,
-      ),
-    );
+    const reachedZh = `第 ${stepNo} 步到达了 Lab ${reached} 还没写完的部分（todo!() / 未实现）`;
+    const reachedEn = `step ${stepNo} reached Lab ${reached}'s unfinished part (todo!() / not implemented)`;
+    const test = testLab(expected);
+    if (test !== undefined && test.own !== reached) {
+      // 后面的 Lab 的测试需要前面的 Lab：先完成哪一个。/ A later Lab's test that needs an earlier one.
+      const name = (l: string) => {
+        const v = get(test.group, l);
+        return typeof v === "string" ? v : "";
+      };
+      out.push(
+        pick(
+          lang,
+          `这个测试属于 Lab ${test.own}（${name("zh")}）；${reachedZh}：先完成 Lab ${reached}。`,
+          `this test belongs to Lab ${test.own} (${name("en")}); ${reachedEn}: finish Lab ${reached} first.`,
+        ),
+      );
+    } else if (test !== undefined) {
+      out.push(pick(lang, `${reachedZh}：这正是这个 Lab 要你写的部分。`, `${reachedEn}: this is the part this Lab asks you to write.`));
+    } else {
+      out.push(pick(lang, `${reachedZh}：先完成 Lab ${reached}。`, `${reachedEn}: finish Lab ${reached} first.`));
+    }
     out.push(`  ${textOf(d.actual ?? null, "message")}`);
   } else {
     out.push(
