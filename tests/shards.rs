@@ -205,12 +205,44 @@ fn blank_csv_seconds(text: &str) -> String {
     out.join("\r\n")
 }
 
+/// `text` with what the judge's messages take from the run's interleaving blanked: the number of the
+/// step where a run left the rules, and the steps so far. Two grades with one seed judge the same, but
+/// the steps of concurrent calls may interleave differently from one run to the next (docs/JUDGE.md).
+fn blank_interleaving(text: &str) -> String {
+    let digits_after = |line: &str, marker: &str| -> String {
+        let mut out = String::new();
+        let mut rest = line;
+        while let Some(at) = rest.find(marker) {
+            out.push_str(&rest[..at + marker.len()]);
+            rest = &rest[at + marker.len()..];
+            let n = rest.chars().take_while(char::is_ascii_digit).count();
+            if n > 0 {
+                out.push('_');
+                rest = &rest[n..];
+            }
+        }
+        out.push_str(rest);
+        out
+    };
+    text.lines()
+        .map(|line| {
+            for label in ["so far: ", "到此为止："] {
+                if let Some(at) = line.find(label) {
+                    return format!("{}{label}…", &line[..at]);
+                }
+            }
+            digits_after(&digits_after(line, "step "), "第 ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Every file of a class's results, its timing blanked.
 fn results_without_timing(dir: &Path) -> BTreeMap<String, String> {
     files_under(dir)
         .into_iter()
         .map(|(rel, bytes)| {
-            let text = String::from_utf8(bytes).unwrap();
+            let text = blank_interleaving(&String::from_utf8(bytes).unwrap());
             let text = if rel == "summary.json" {
                 blank_json_seconds(&text)
             } else if rel == "summary.csv" {
