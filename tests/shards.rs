@@ -28,10 +28,11 @@ fn put(path: &Path, text: &str) {
     fs::write(path, text).unwrap();
 }
 
-/// A class of 28 entries in `parent/submissions`: Rust loops that pass (the reference, alternatives), fail
-/// (mutants, the skeleton) or do not compile, as files, folders and practice directories; TypeScript loops
-/// that pass, fail and do not compile; and entries that cannot be graded (a note, an empty folder, a
-/// folder with two files, a link, a file too large).
+/// A class of 28 entries in `parent/submissions`, each graded the same way on every run: Rust loops that
+/// pass (the reference, alternatives), fail at the first request (mutants, the skeleton) or do not
+/// compile, as files, folders and practice directories; TypeScript skeletons (a file, a folder, a practice
+/// directory) and a type error; and entries that cannot be graded (a note, an empty folder, a folder with
+/// two files, a link, a file too large).
 fn mixed_class(parent: &Path) -> PathBuf {
     let subs = parent.join("submissions");
     fs::create_dir(&subs).unwrap();
@@ -43,13 +44,15 @@ fn mixed_class(parent: &Path) -> PathBuf {
             fs::read_to_string(chapter_dir().join(format!("alternatives/{name}.rs"))).unwrap();
         file(&format!("alt-{name}.rs"), &text);
     }
-    for name in [
-        "tool-definitions-not-sent",
-        "system-prompt-not-sent",
-        "details-dropped",
-        "second-turn-end",
-    ] {
+    // Mutants that leave the rules at the first request: their failures read the same on every run. (A
+    // failure later in a test shows the steps so far, and concurrent calls may interleave differently
+    // from one run to the next: such a learner's report is not reproducible, merged or not.)
+    for name in ["tool-definitions-not-sent", "system-prompt-not-sent"] {
         file(&format!("mutant-{name}.rs"), &mutant(name));
+        file(
+            &format!("mutant-{name}-again.rs"),
+            &format!("{}\n// again\n", mutant(name)),
+        );
     }
     file("skel.rs", &skeleton());
     for (i, tail) in [
@@ -66,20 +69,25 @@ fn mixed_class(parent: &Path) -> PathBuf {
         "folder/agent_loop.rs",
         &format!("{reference}\n// a folder\n"),
     );
-    file("nested/src/agent_loop.rs", &mutant("details-dropped"));
+    file(
+        "nested/src/agent_loop.rs",
+        &mutant("system-prompt-not-sent"),
+    );
     practice_at(&subs, "untouched");
     let practiced = practice_at(&subs, "practiced");
     write_loop(&practiced, &reference);
 
-    file("ts-ref.ts", &ts_solution());
+    // TypeScript loops whose grades read the same on every run: skeletons and a type error.
     file("ts-skel.ts", &ts_skeleton());
+    file(
+        "ts-folder/src/agent-loop.ts",
+        &format!("{}\n// a folder\n", ts_skeleton()),
+    );
     file(
         "ts-broken.ts",
         &format!("{}\nconst wrong: number = \"text\";\n", ts_solution()),
     );
-    let ts = practice_ts_at(&subs, "ts-practiced");
-    let alternative = fs::read_to_string(ts_dir().join("alternatives/recursive.ts")).unwrap();
-    write_ts_loop(&ts, &alternative);
+    practice_ts_at(&subs, "ts-practiced");
 
     file("notes.txt", "not a submission");
     file("readme.md", "# nor this");
@@ -328,7 +336,7 @@ fn a_class_graded_as_1_2_3_or_7_parts_merges_to_the_whole_class_byte_for_byte() 
         ("ref", "pass"),
         ("alt-flat", "pass"),
         ("practiced", "pass"),
-        ("mutant-details-dropped", "fail"),
+        ("mutant-system-prompt-not-sent", "fail"),
         ("skel", "fail"),
         ("ts-skel", "fail"),
         ("broken-0", "error"),
@@ -339,7 +347,7 @@ fn a_class_graded_as_1_2_3_or_7_parts_merges_to_the_whole_class_byte_for_byte() 
     }
     // The TypeScript loops built and got their verdicts in their own track (which tests they pass is the
     // business of tests/typescript.rs).
-    for name in ["ts-ref", "ts-skel", "ts-practiced"] {
+    for name in ["ts-skel", "ts-folder", "ts-practiced"] {
         let row = learner_row(&summary, name);
         assert_eq!(row["track"], "typescript", "{row:#}");
         assert_eq!(row["build"], "ok", "{row:#}");
@@ -348,7 +356,7 @@ fn a_class_graded_as_1_2_3_or_7_parts_merges_to_the_whole_class_byte_for_byte() 
     assert_eq!(learner_row(&summary, "ts-broken")["build"], "error");
     // Every learner draws their own instances, from the class's seed and their name.
     let mut seeds = BTreeSet::new();
-    for name in ["ref", "skel", "ts-ref", "mutant-second-turn-end"] {
+    for name in ["ref", "skel", "ts-skel", "mutant-system-prompt-not-sent"] {
         let report: Value = serde_json::from_str(
             &fs::read_to_string(root.join(format!("whole/learners/{name}.json"))).unwrap(),
         )
