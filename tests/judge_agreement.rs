@@ -292,7 +292,7 @@ fn drawn_pairs(graphs: &mut Vec<Value>, pairs: &mut Vec<Pair>) {
         for case in spec::cases("07", seed).expect("chapter 07 has a specification") {
             graphs.push(case.expected.clone());
             let expected = graphs.len() - 1;
-            let sample = sample(&case.expected);
+            let sample = spec::sample(&case.expected);
             for (how, trace) in broken(&sample) {
                 let source = format!("seed {seed} {} {how}", case.name);
                 pairs.push(Pair {
@@ -302,35 +302,6 @@ fn drawn_pairs(graphs: &mut Vec<Value>, pairs: &mut Vec<Pair>) {
                 });
             }
         }
-    }
-}
-
-/// A trace the expected graph allows: its first alternative's steps in order, each freedom filled with
-/// a value it accepts.
-fn sample(expected: &Value) -> Vec<Value> {
-    let steps = expected["alternatives"][0]["steps"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    steps.iter().map(|s| fill(&s["match"])).collect()
-}
-
-fn fill(pattern: &Value) -> Value {
-    match pattern {
-        Value::Object(o) if o.contains_key("$text") => json!("not run"),
-        Value::Object(o) if o.contains_key("$carries") => {
-            json!(format!(
-                "Tool failed: {}",
-                o["$carries"].as_str().unwrap_or_default()
-            ))
-        }
-        Value::Object(o) if o.contains_key("$one_of") => fill(&o["$one_of"][0]),
-        Value::Object(o) if o.contains_key("$bind") => fill(&o["$match"]),
-        Value::Object(o) if o.contains_key("$any") => Value::Null,
-        Value::Object(o) if o.contains_key("$absent_or") => fill(&o["$absent_or"]),
-        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), fill(v))).collect()),
-        Value::Array(a) => Value::Array(a.iter().map(fill).collect()),
-        other => other.clone(),
     }
 }
 

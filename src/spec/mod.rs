@@ -83,6 +83,38 @@ pub fn fixture(chapter: &str) -> Option<String> {
     Some(format!("{file}\n"))
 }
 
+/// A trace an expected graph allows, for tests of the comparison: its first alternative's steps in
+/// order, each freedom filled with a value it accepts.
+#[cfg(test)]
+pub fn sample(expected: &Value) -> Vec<Value> {
+    let steps = expected["alternatives"][0]["steps"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    steps.iter().map(|s| fill(&s["match"])).collect()
+}
+
+#[cfg(test)]
+fn fill(pattern: &Value) -> Value {
+    use serde_json::json;
+    match pattern {
+        Value::Object(o) if o.contains_key("$text") => json!("not run"),
+        Value::Object(o) if o.contains_key("$carries") => {
+            json!(format!(
+                "Tool failed: {}",
+                o["$carries"].as_str().unwrap_or_default()
+            ))
+        }
+        Value::Object(o) if o.contains_key("$one_of") => fill(&o["$one_of"][0]),
+        Value::Object(o) if o.contains_key("$bind") => fill(&o["$match"]),
+        Value::Object(o) if o.contains_key("$any") => Value::Null,
+        Value::Object(o) if o.contains_key("$absent_or") => fill(&o["$absent_or"]),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), fill(v))).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(fill).collect()),
+        other => other.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Where each track of chapter 07 keeps its hand-run fixture.

@@ -88,37 +88,7 @@ fn rules() -> Map<String, Value> {
 mod tests {
     use super::*;
     use crate::judge::compare::{compare, Lang};
-
-    /// A trace the expected graph allows: its steps in order, each freedom filled with a value it
-    /// accepts. The comparison must accept it, and must reject it once any step is dropped.
-    fn sample(expected: &Value) -> Vec<Value> {
-        let steps = expected["alternatives"][0]["steps"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        steps.iter().map(|s| fill(&s["match"])).collect()
-    }
-
-    fn fill(pattern: &Value) -> Value {
-        match pattern {
-            Value::Object(o) if o.contains_key("$text") => json!("not run"),
-            Value::Object(o) if o.contains_key("$carries") => {
-                json!(format!(
-                    "Tool failed: {}",
-                    o["$carries"].as_str().unwrap_or_default()
-                ))
-            }
-            Value::Object(o) if o.contains_key("$one_of") => fill(&o["$one_of"][0]),
-            Value::Object(o) if o.contains_key("$bind") => fill(&o["$match"]),
-            Value::Object(o) if o.contains_key("$any") => Value::Null,
-            Value::Object(o) if o.contains_key("$absent_or") => fill(&o["$absent_or"]),
-            Value::Object(o) => {
-                Value::Object(o.iter().map(|(k, v)| (k.clone(), fill(v))).collect())
-            }
-            Value::Array(a) => Value::Array(a.iter().map(fill).collect()),
-            other => other.clone(),
-        }
-    }
+    use crate::spec::sample;
 
     #[test]
     fn every_expected_trace_accepts_its_own_sample_and_rejects_a_step_dropped() {
