@@ -214,7 +214,7 @@ fn blank_csv_seconds(text: &str) -> String {
 }
 
 /// `text` with what the judge's messages take from the run's interleaving blanked: the number of the
-/// step where a run left the rules, and the steps so far. Two grades with one seed judge the same, but
+/// step where a run left the rules, the steps that could have come there, and the steps so far. Two grades with one seed judge the same, but
 /// the steps of concurrent calls may interleave differently from one run to the next (docs/JUDGE.md).
 fn blank_interleaving(text: &str) -> String {
     let digits_after = |line: &str, marker: &str| -> String {
@@ -234,7 +234,7 @@ fn blank_interleaving(text: &str) -> String {
     };
     text.lines()
         .map(|line| {
-            for label in ["so far: ", "到此为止："] {
+            for label in ["so far: ", "到此为止：", "one of: ", "以下之一："] {
                 if let Some(at) = line.find(label) {
                     return format!("{}{label}…", &line[..at]);
                 }
