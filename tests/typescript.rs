@@ -533,16 +533,20 @@ fn failure_messages_follow_the_learners_language() {
     assert!(made.status.success(), "{}", describe(&made));
     let en = tmp.path().join("en");
 
-    // English: the English skeleton's every failure is English only. The group's Chinese name may
-    // appear in the test's name, never in its message.
+    // English: the English skeleton's every failure is English only, names its group's Lab and says
+    // which Lab's unfinished part it reached. The group's Chinese name may appear in the test's name,
+    // never in its message.
     let (_, json) = grade_json(&en, &["--lang", "en"]);
     let all = messages(&json);
     assert!(!all.is_empty(), "{json:#}");
     for g in json["groups"].as_array().unwrap() {
+        let lab = format!("Lab {}", g["lab"].as_str().unwrap());
         assert!(
-            g["tests"].as_array().unwrap().iter().all(|t| t["message"]
-                .as_str()
-                .is_some_and(|m| m.contains(&format!("[Lab {} ", g["lab"].as_str().unwrap())))),
+            g["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["message"].as_str().is_some_and(|m| m.contains(&lab))),
             "{g:#}"
         );
     }
@@ -552,13 +556,15 @@ fn failure_messages_follow_the_learners_language() {
             "{name}: Chinese in an English message:\n{message}"
         );
         assert!(
-            message.contains("this Lab is not done yet"),
+            message.contains("reached Lab 7.1's unfinished part"),
             "{name}: {message}"
         );
     }
+    // A later Lab's test says whose it is, by the group's English name, and which Lab comes first.
     assert!(
-        all.iter()
-            .any(|(_, m)| m.contains("[Lab 7.1 plain-text stop]")),
+        all.iter().any(|(_, m)| m
+            .contains("this test belongs to Lab 7.2 (single tool round trip)")
+            && m.contains("finish Lab 7.1 first")),
         "{all:#?}"
     );
     // A failed comparison too.
@@ -568,7 +574,7 @@ fn failure_messages_follow_the_learners_language() {
     assert_eq!(failed.len(), 1, "{json:#}");
     let message = &failed[0].1;
     assert!(
-        message.contains("expected") && message.contains("actual"),
+        message.contains("expected") && message.contains("happened"),
         "{message}"
     );
     assert!(!message.chars().any(is_cjk), "{message}");
@@ -579,14 +585,19 @@ fn failure_messages_follow_the_learners_language() {
     let all = messages(&json);
     assert!(!all.is_empty(), "{json:#}");
     for (name, message) in &all {
-        assert!(message.contains("这个 Lab 还没完成"), "{name}: {message}");
         assert!(
-            !message.contains("this Lab is not done yet"),
+            message.contains("到达了 Lab 7.1 还没写完的部分"),
+            "{name}: {message}"
+        );
+        assert!(
+            !message.contains("unfinished part"),
             "{name}: English in a Chinese message:\n{message}"
         );
     }
     assert!(
-        all.iter().any(|(_, m)| m.contains("[Lab 7.1 纯文本 stop]")),
+        all.iter()
+            .any(|(_, m)| m.contains("这个测试属于 Lab 7.2（单工具往返）")
+                && m.contains("先完成 Lab 7.1")),
         "{all:#?}"
     );
     write_ts_loop(&zh, &wrong_system_prompt());
@@ -595,7 +606,7 @@ fn failure_messages_follow_the_learners_language() {
     assert_eq!(failed.len(), 1, "{json:#}");
     let message = &failed[0].1;
     assert!(
-        message.contains("期望") && message.contains("实际"),
+        message.contains("应为") && message.contains("实际"),
         "{message}"
     );
     assert!(
