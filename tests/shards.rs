@@ -290,7 +290,12 @@ fn assert_same_results(whole: &Path, merged: &Path, what: &str) {
         b.keys().collect::<Vec<_>>(),
         "{what}: the same files"
     );
-    for (rel, text) in &a {
+    // The summary first: a learner graded differently is named there, with every test's verdict.
+    let summary_first = a
+        .iter()
+        .filter(|(rel, _)| rel.as_str() == "summary.csv")
+        .chain(a.iter().filter(|(rel, _)| rel.as_str() != "summary.csv"));
+    for (rel, text) in summary_first {
         if let Some((x, y)) = text.lines().zip(b[rel].lines()).find(|(x, y)| x != y) {
             panic!("{what}: {rel} differs beyond timing:\n  whole: {x}\n  parts: {y}");
         }
