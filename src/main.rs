@@ -16,6 +16,7 @@ mod i18n;
 mod judge;
 mod list;
 mod metadata;
+mod outcome;
 mod practice;
 mod process;
 mod regular_file;

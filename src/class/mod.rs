@@ -48,11 +48,12 @@ use std::rc::Rc;
 
 use crate::catalog::{Catalog, Chapter};
 use crate::error::{Result, UserError};
-use crate::grade::outcome::MAX_EDITABLE_BYTES;
-use crate::grade::outcome::{format_points, Problem};
-use crate::grade::{self, GradeOptions, GradeResult};
+use crate::grade::{self, GradeOptions};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
+use crate::outcome::GradeResult;
+use crate::outcome::MAX_EDITABLE_BYTES;
+use crate::outcome::{format_points, Problem};
 use crate::report;
 use crate::report::Format;
 use crate::{atomic_file, cache, practice, regular_file};

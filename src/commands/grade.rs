@@ -8,9 +8,10 @@ use std::process::ExitCode;
 use crate::atomic_file;
 use crate::catalog::Catalog;
 use crate::error::{Result, UserError};
-use crate::grade::{grade, prepare, select_groups, GradeOptions, Limits, Warning};
+use crate::grade::{grade, prepare, select_groups, GradeOptions, Limits};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
+use crate::outcome::Warning;
 use crate::report::{self, Format};
 
 /// What `pi-course grade` was asked to do.

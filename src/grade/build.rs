@@ -12,8 +12,8 @@ use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-use super::outcome::Problem;
 use super::rust_toolchain::{self, Toolchain};
+use crate::outcome::Problem;
 use crate::process;
 use crate::sandbox::{BuildPaths, Sandbox};
 
@@ -293,7 +293,7 @@ async fn compile(
                             }
                             // A report shows only so much of it (`bounds::PROBLEM_BYTES`): the rest
                             // is counted, not kept.
-                            if kept < super::bounds::PROBLEM_BYTES {
+                            if kept < crate::outcome::bounds::PROBLEM_BYTES {
                                 kept += d.rendered.as_ref().map_or(0, String::len);
                                 errors.extend(d.rendered);
                             }

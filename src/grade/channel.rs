@@ -22,8 +22,8 @@ use tokio::task::JoinHandle;
 pub use protocol::Record;
 
 use super::bounded_lines::BoundedLines;
-use super::bounds::RECORD_BYTES;
 use super::test_command::TestCommand;
+use crate::outcome::bounds::RECORD_BYTES;
 use crate::process::{self, Captured, ProcessGroup};
 use crate::sandbox::{Sandbox, TestPaths};
 

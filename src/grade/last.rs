@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::outcome::{Evidence, GradeResult, GroupStatus};
+use crate::outcome::{Evidence, GradeResult, GroupStatus};
 use crate::{atomic_file, metadata, regular_file};
 
 pub const FILE: &str = "last-grade.json";
@@ -191,7 +191,7 @@ impl<'de> Deserialize<'de> for GroupStatus {
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
-    use crate::grade::outcome::{GroupResult, Outcome, Problem, TestResult};
+    use crate::outcome::{GroupResult, Outcome, Problem, TestResult};
     use std::time::Duration;
 
     fn graded(problem: Option<Problem>, passed: bool) -> GradeResult {

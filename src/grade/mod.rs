@@ -3,18 +3,16 @@
 //! A pipeline of small stages, each in its own module:
 //! open ([`select_groups`], `Practice::open`) → [`prepare`] (a shared build directory in the cache) →
 //! [`build`] (`cargo test --no-run`) → list and run ([`runner`]: batches of tests, one process group
-//! each, and any test a batch leaves without a verdict alone, with a timeout) → collect ([`outcome`]) →
+//! each, and any test a batch leaves without a verdict alone, with a timeout) → collect ([`crate::outcome`]) →
 //! report (`crate::report`) and [`last`] (the verdict per Lab).
 //! [`grade`] runs the pipeline in-process, so `watch` can call it too.
 
 pub mod bounded_lines;
-pub mod bounds;
 pub mod build;
 pub mod channel;
 pub mod last;
 pub mod node;
 pub mod occupant;
-pub mod outcome;
 pub mod prepare;
 pub mod refuse;
 pub mod runner;
@@ -32,7 +30,7 @@ use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::sandbox::Sandbox;
 
-pub use outcome::{GradeResult, GroupResult, Problem, Status, Warning};
+use crate::outcome::{self, GradeResult, GroupResult, Problem, Warning};
 
 /// Per-test timeout when none is given. The chapter's tests finish in milliseconds and catch a hung loop
 /// themselves within about a second (they judge it by the progress it makes), so this only bounds a busy

@@ -21,8 +21,8 @@ use std::sync::OnceLock;
 use tokio::process::Command;
 
 use super::build::BuildRequest;
-use super::outcome::Problem;
 use super::test_command::TestCommand;
+use crate::outcome::Problem;
 use crate::process;
 use crate::sandbox::BuildPaths;
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::catalog::Chapter;
 use crate::regular_file::{self, Contents};
 
-use super::outcome::{Problem, Unreadable, MAX_EDITABLE_BYTES};
+use crate::outcome::{Problem, Unreadable, MAX_EDITABLE_BYTES};
 
 /// Writes `bytes` to `path` unless it already holds exactly them. Returns whether it wrote.
 fn sync_file(path: &Path, bytes: &[u8]) -> io::Result<bool> {

@@ -8,10 +8,10 @@
 use crate::cache::{self, BuildDir};
 
 use super::build::BuildRequest;
-use super::outcome::Problem;
 use super::refuse::Refused;
 use super::test_command::TestCommand;
 use crate::catalog::Track;
+use crate::outcome::Problem;
 
 /// The file that makes a build slot a package of `track`'s: gone, the cache was removed under the build.
 pub fn manifest(track: Track) -> &'static str {

@@ -82,7 +82,7 @@ pub fn table(rows: &[Row], lang: Lang, paint: Paint) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grade::outcome::Evidence;
+    use crate::outcome::Evidence;
     use serde_json::json;
 
     #[test]

@@ -1,4 +1,4 @@
-//! Renders one [`GradeResult`](crate::grade::GradeResult) three ways: for a person ([`human`]), for a
+//! Renders one [`GradeResult`](crate::outcome::GradeResult) three ways: for a person ([`human`]), for a
 //! program ([`json`]) and for CI ([`junit`]); plus the progress spinner shown while grading.
 
 pub mod explain;

@@ -26,9 +26,10 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::catalog::Catalog;
 use crate::error::{Result, UserError};
-use crate::grade::{self, GradeOptions, GradeResult, Stage};
+use crate::grade::{self, GradeOptions, Stage};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
+use crate::outcome::GradeResult;
 use crate::process;
 
 use changes::Changes;

@@ -21,9 +21,10 @@
 //! rewritten (see [`STATUS_ROW`]), so the rest of the screen does not flicker.
 
 use crate::catalog::{Chapter, Group};
-use crate::grade::outcome::{GroupResult, GroupStatus, Problem, TestStatus};
-use crate::grade::{GradeResult, Stage, Status};
+use crate::grade::Stage;
 use crate::i18n::Lang;
+use crate::outcome::{GradeResult, Status};
+use crate::outcome::{GroupResult, GroupStatus, Problem, TestStatus};
 use crate::report::{stage_text, title_width};
 use crate::ui::{display_width, pad, strip_ansi, verdict_mark, wrap, Paint, FRAMES};
 
@@ -417,7 +418,7 @@ fn truncate(line: &str, width: usize) -> String {
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
-    use crate::grade::outcome::{Outcome, TestResult};
+    use crate::outcome::{Outcome, TestResult};
     use std::time::Duration;
 
     fn result(chapter: &Chapter, passing: &[&str]) -> GradeResult {
@@ -509,7 +510,7 @@ mod tests {
             {"after": [], "match": {"kind": "request", "n": 1}, "rule": "r"},
         ]}], "rules": {}});
         let trace = vec![serde_json::json!({"kind": "hang"})];
-        let evidence = crate::grade::outcome::Evidence { expected, trace };
+        let evidence = crate::outcome::Evidence { expected, trace };
         r.groups[1].tests[0].evidence = Some(std::sync::Arc::new(evidence));
         let mut v = view(ch, Some(&r), Lang::En);
         let closed = render(&v, None, 0, 100, 60).join("\n");

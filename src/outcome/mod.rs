@@ -1,12 +1,14 @@
 //! The verdicts: per test, per group, per grade. Plain values, rendered by `report`.
 
+pub mod bounds;
+
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::bounds::{self, Bound};
 use crate::catalog::Group;
 use crate::i18n::Lang;
+use bounds::Bound;
 
 /// How one test ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +131,7 @@ impl TestResult {
     /// saying so); `None` for a pass. A report shows a learner's messages through
     /// [`GradeResult::test_messages`], which bounds them all together too.
     ///
-    /// [`TEST_MESSAGE_BYTES`]: super::bounds::TEST_MESSAGE_BYTES
+    /// [`TEST_MESSAGE_BYTES`]: bounds::TEST_MESSAGE_BYTES
     pub fn message(&self, lang: Lang) -> Option<String> {
         let message = self.full_message(lang)?;
         Some(bounds::cut(
