@@ -27,6 +27,7 @@ mod spec;
 mod status;
 mod templates;
 mod time;
+mod track;
 mod ui;
 mod watch;
 

@@ -8,17 +8,11 @@
 //! [`grade`] runs the pipeline in-process, so `watch` can call it too.
 
 pub mod bounded_lines;
-pub mod build;
 pub mod channel;
 pub mod last;
-pub mod node;
 pub mod occupant;
 pub mod prepare;
-pub mod refuse;
 pub mod runner;
-pub mod rust_toolchain;
-pub mod test_command;
-pub mod toolchain;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -29,6 +23,8 @@ use crate::error::{Result, UserError};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::sandbox::Sandbox;
+use crate::track as toolchain;
+use crate::track::rust::{build, refuse};
 
 use crate::outcome::{self, GradeResult, GroupResult, Problem, Warning};
 

@@ -5,7 +5,7 @@
 //! The next build may read its whole target directory (the dependencies' outputs are there), and the
 //! file names are the same in every slot, so `include_bytes!` of the previous executable would show the
 //! previous learner's compiled loop. So each slot records whose build it holds, and before it builds for
-//! another learner, that learner's outputs are removed ([`super::toolchain::clear_learner_outputs`]):
+//! another learner, that learner's outputs are removed ([`crate::track::clear_learner_outputs`]):
 //! what stays is compiled from the locked packages and the given files only, the same for everyone.
 //!
 //! A learner is a practice directory, or a submitted file in a class (by its path). One exception keeps

@@ -26,11 +26,11 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::channel::{Orders, Received, Record, TestProcess};
-use super::test_command::TestCommand;
 use crate::judge::compare;
 use crate::outcome::{Evidence, Outcome, TestResult};
 use crate::process::Captured;
 use crate::sandbox::Sandbox;
+use crate::track::test_command::TestCommand;
 
 /// After this long a running test gives its slot to the next one.
 pub const SLOW: Duration = Duration::from_millis(500);

@@ -2,16 +2,20 @@
 //! slot, then say how to start a test process. Everything else (slots, the runner, the verdict channel,
 //! reports) is the same for every track.
 //!
-//! - Rust: `cargo test --no-run` ([`super::build`]), then the test executable itself.
-//! - TypeScript: `tsc` ([`super::node`]), then node running the course's harness.
+//! - Rust: `cargo test --no-run` ([`rust::build`]), then the test executable itself.
+//! - TypeScript: `tsc` ([`typescript`]), then node running the course's harness.
+
+pub mod rust;
+pub mod test_command;
+pub mod typescript;
 
 use crate::cache::{self, BuildDir};
 
-use super::build::BuildRequest;
-use super::refuse::Refused;
-use super::test_command::TestCommand;
 use crate::catalog::Track;
 use crate::outcome::Problem;
+use rust::build::BuildRequest;
+use rust::refuse::Refused;
+use test_command::TestCommand;
 
 /// The file that makes a build slot a package of `track`'s: gone, the cache was removed under the build.
 pub fn manifest(track: Track) -> &'static str {
@@ -37,12 +41,12 @@ pub fn dependencies_to_compile(track: Track, slot: &BuildDir) -> Option<usize> {
 /// is the cache root, where the answer is remembered.
 pub fn start(track: Track, cache: &std::path::Path) {
     if track == Track::Rust {
-        super::rust_toolchain::start(cache);
+        rust::toolchain::start(cache);
     }
 }
 
 /// What of the learner's `editable` files (path, bytes) `track` refuses to build, before any build:
-/// (path, what and where). Only Rust's files are checked; see [`super::refuse`].
+/// (path, what and where). Only Rust's files are checked; see [`rust::refuse`].
 pub fn refused(track: Track, editable: &[(String, Vec<u8>)]) -> Vec<(String, Vec<Refused>)> {
     if track != Track::Rust {
         return Vec::new();
@@ -51,18 +55,18 @@ pub fn refused(track: Track, editable: &[(String, Vec<u8>)]) -> Vec<(String, Vec
         .iter()
         .filter(|(path, _)| path.ends_with(".rs"))
         .filter_map(|(path, bytes)| {
-            let found = super::refuse::check(std::str::from_utf8(bytes).ok()?);
+            let found = rust::refuse::check(std::str::from_utf8(bytes).ok()?);
             (!found.is_empty()).then(|| (path.clone(), found))
         })
         .collect()
 }
 
-/// Removes what the slot's last build made of the learner's files (see [`super::occupant`]), keeping
+/// Removes what the slot's last build made of the learner's files (see [`crate::grade::occupant`]), keeping
 /// the dependencies' outputs.
 pub async fn clear_learner_outputs(track: Track, req: &BuildRequest<'_>) -> Result<(), Problem> {
     match track {
-        Track::Rust => super::build::clear_learner_outputs(req).await,
-        Track::TypeScript => super::node::clear_learner_outputs(req),
+        Track::Rust => rust::build::clear_learner_outputs(req).await,
+        Track::TypeScript => typescript::clear_learner_outputs(req),
     }
 }
 
@@ -74,9 +78,9 @@ pub async fn build(
     on_step: &dyn Fn(&str),
 ) -> Result<TestCommand, Problem> {
     match track {
-        Track::Rust => super::build::build(req, on_step)
+        Track::Rust => rust::build::build(req, on_step)
             .await
             .map(|built| TestCommand::executable(built.exe)),
-        Track::TypeScript => super::node::build(req, on_step).await,
+        Track::TypeScript => typescript::build(req, on_step).await,
     }
 }

@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use tokio::process::Command;
 
-use super::build::BuildRequest;
+use super::rust::build::BuildRequest;
 use super::test_command::TestCommand;
 use crate::outcome::Problem;
 use crate::process;
@@ -268,7 +268,7 @@ async fn compile(
         what: "tsc".into(),
         error: e.to_string(),
     };
-    let (child, group) = super::build::spawn_confined(req, &mut cmd, &paths, "tsc")?;
+    let (child, group) = super::rust::build::spawn_confined(req, &mut cmd, &paths, "tsc")?;
     let out = match tokio::time::timeout_at(deadline, child.wait_with_output()).await {
         Ok(out) => out.map_err(io_problem)?,
         Err(_) => {

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-use super::rust_toolchain::{self, Toolchain};
+use super::toolchain::{self as rust_toolchain, Toolchain};
 use crate::outcome::Problem;
 use crate::process;
 use crate::sandbox::{BuildPaths, Sandbox};
