@@ -23,8 +23,7 @@ use crate::error::{Result, UserError};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::sandbox::Sandbox;
-use crate::track as toolchain;
-use crate::track::rust::{build, refuse};
+use crate::track::{self, BuildRequest};
 
 use crate::outcome::{self, GradeResult, GroupResult, Problem, Warning};
 
@@ -317,21 +316,16 @@ async fn build_and_run(
         error: e.to_string(),
     };
 
-    toolchain::start(chapter.track, &opts.cache);
+    let track = track::adapter(chapter.track);
+    track.start(&opts.cache);
     let editable = prepare::read_editable(chapter, &practice.dir)?;
-    let shown = |path: &String| {
+    let shown = |path: &str| {
         let named = practice.shown_as.get(path).cloned();
         named.unwrap_or_else(|| prepare::shown_path(&practice.dir, path))
     };
     // Refused constructs fail the build as a compile error would: the learner fixes their file.
-    let refused = toolchain::refused(chapter.track, &editable);
-    if !refused.is_empty() {
-        let rendered = refused
-            .iter()
-            .map(|(path, found)| refuse::render(found, &shown(path), opts.lang))
-            .collect();
-        let errors = refused.iter().map(|(_, found)| found.len()).sum();
-        return Err(Problem::Compile { rendered, errors });
+    if let Some(refused) = track.refused(&editable, &|path| shown(path), opts.lang) {
+        return Err(refused);
     }
     let key = cache::build_key(chapter);
     let files: Vec<(&str, &[u8])> = editable
@@ -346,14 +340,14 @@ async fn build_and_run(
     progress(Stage::Preparing);
     prepare::prepare(chapter, &editable, &build_dir.path)?;
 
-    let first_of = toolchain::dependencies_to_compile(chapter.track, &build_dir);
+    let first_of = track.dependencies_to_compile(&build_dir);
     progress(Stage::Building {
         last_crate: None,
         crates: 0,
         first_of,
     });
     let crates = std::cell::Cell::new(0);
-    let request = build::BuildRequest {
+    let request = BuildRequest {
         cache: &opts.cache,
         build_dir: &build_dir.path,
         target_dir: &build_dir.target,
@@ -371,18 +365,19 @@ async fn build_and_run(
     let occupant = occupant::Occupant::of(practice, &editable);
     let slot_io = |e: std::io::Error| io_problem(&build_dir.path.display().to_string(), e);
     if !occupant.may_reuse(&build_dir) {
-        toolchain::clear_learner_outputs(chapter.track, &request).await?;
+        track.clear_learner_outputs(&request).await?;
     }
     occupant.record(&build_dir, false).map_err(slot_io)?;
-    let command = toolchain::build(chapter.track, &request, &|name| {
-        crates.set(crates.get() + 1);
-        progress(Stage::Building {
-            last_crate: Some(name.to_string()),
-            crates: crates.get(),
-            first_of,
-        });
-    })
-    .await;
+    let command = track
+        .build(&request, &|name| {
+            crates.set(crates.get() + 1);
+            progress(Stage::Building {
+                last_crate: Some(name.to_string()),
+                crates: crates.get(),
+                first_of,
+            });
+        })
+        .await;
     if command.is_ok() {
         // Unrecorded, the slot still names this learner, with outputs of no known files: the next
         // learner's grade clears them.
@@ -391,7 +386,7 @@ async fn build_and_run(
     let command = command.map_err(|problem| {
         // A cache removed under a running build makes cargo and rustc fail in ways that look like the
         // learner's errors ("could not write output"): say what really happened.
-        let manifest = toolchain::manifest(chapter.track);
+        let manifest = track.manifest();
         if build_dir.path.join(manifest).exists() && build_dir.target.exists() {
             problem
         } else {
