@@ -8,13 +8,10 @@ mod classroom;
 mod cli;
 mod commands;
 mod error;
-mod explain;
 mod file_identity;
 mod grade;
-mod hint;
 mod i18n;
 mod judge;
-mod list;
 mod metadata;
 mod outcome;
 mod practice;
@@ -24,7 +21,6 @@ mod remove_tree;
 mod report;
 mod sandbox;
 mod spec;
-mod status;
 mod templates;
 mod time;
 mod track;
@@ -79,7 +75,7 @@ fn main() -> ExitCode {
         Command::Grade(args) => commands::grade::run(&catalog, lang, args.into()),
         Command::GradeClass(args) => class::run(&catalog, lang, cli.lang, args.into()),
         Command::MergeClass(args) => class::merge::run(&catalog, lang, args.into()),
-        Command::List => list::run(&catalog, lang),
+        Command::List => commands::list::run(&catalog, lang),
         Command::Skeleton { chapter, track } => {
             practice::print_skeleton(&catalog, lang, &chapter, track.into())
         }
@@ -90,9 +86,9 @@ fn main() -> ExitCode {
         Command::Watch { dir, poll, limits } => {
             watch::run(&catalog, lang, dir, poll, limits.into())
         }
-        Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),
-        Command::Explain { dir, test } => explain::run(&catalog, lang, dir, test),
-        Command::Status { dir } => status::run(&catalog, lang, dir),
+        Command::Hint { dir, lab } => commands::hint::run(&catalog, lang, dir, lab),
+        Command::Explain { dir, test } => commands::explain::run(&catalog, lang, dir, test),
+        Command::Status { dir } => commands::status::run(&catalog, lang, dir),
     };
     match outcome {
         Ok(code) => code,
