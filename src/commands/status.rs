@@ -138,7 +138,7 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
     line("");
 
     if let Some(last) = &last {
-        match super::hint::first_not_passing(ch, last) {
+        match last.first_not_passing(ch) {
             Some(g) => line(&paint.bold(&lang.t(
                 "status-next",
                 &[("lab", &g.lab), ("name", &g.name.get(lang))],

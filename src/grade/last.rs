@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::{Chapter, Group};
 use crate::outcome::{Evidence, GradeResult, GroupStatus};
 use crate::{atomic_file, metadata, regular_file};
 
@@ -64,6 +65,22 @@ pub struct LabVerdict {
     pub total: usize,
     /// Seconds since the Unix epoch.
     pub time: u64,
+}
+
+impl LastGrade {
+    /// The first Lab, in chapter order, whose last verdict is not a pass (or that was never graded):
+    /// the one to work on.
+    pub fn first_not_passing<'a>(&self, chapter: &'a Chapter) -> Option<&'a Group> {
+        crate::catalog::lab_to_work_on(
+            &chapter.groups,
+            |g| g.optional,
+            |g| {
+                self.labs
+                    .get(&g.lab)
+                    .is_some_and(|v| v.status == GroupStatus::Pass)
+            },
+        )
+    }
 }
 
 pub fn path(practice_dir: &Path) -> PathBuf {
@@ -257,5 +274,52 @@ mod tests {
         let rebuilt = load(dir.path()).unwrap();
         assert_eq!(rebuilt.labs["7.1"].status, GroupStatus::Fail);
         assert_eq!(rebuilt.unbuilt, None);
+    }
+
+    fn last(verdicts: &[(&str, GroupStatus)]) -> LastGrade {
+        LastGrade {
+            version: 1,
+            labs: verdicts
+                .iter()
+                .map(|(lab, status)| {
+                    let v = LabVerdict {
+                        slug: String::new(),
+                        status: *status,
+                        passed: 0,
+                        total: 1,
+                        time: 0,
+                    };
+                    (lab.to_string(), v)
+                })
+                .collect::<BTreeMap<_, _>>(),
+            unbuilt: None,
+        }
+    }
+
+    #[test]
+    fn the_first_lab_not_passing_required_ones_first() {
+        let ch = &Catalog::chapter_07();
+        let pass = GroupStatus::Pass;
+        let lab = |l: &LastGrade| l.first_not_passing(ch).map(|g| g.lab.clone());
+        assert_eq!(lab(&last(&[])).as_deref(), Some("7.1"));
+        assert_eq!(
+            lab(&last(&[("7.1", pass), ("7.2", GroupStatus::Fail)])).as_deref(),
+            Some("7.2")
+        );
+        // A Lab never graded (only some groups were) counts as not passing.
+        assert_eq!(
+            lab(&last(&[("7.1", pass), ("7.3", pass)])).as_deref(),
+            Some("7.2")
+        );
+        let required: Vec<(&str, GroupStatus)> = ch
+            .groups
+            .iter()
+            .filter(|g| !g.optional)
+            .map(|g| (g.lab.as_str(), pass))
+            .collect();
+        assert_eq!(lab(&last(&required)).as_deref(), Some("7.6"));
+        let mut all = required.clone();
+        all.push(("7.6", pass));
+        assert_eq!(lab(&last(&all)), None);
     }
 }
