@@ -656,7 +656,9 @@ async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> (
             let mut opts = opts.clone();
             opts.lang = learner_lang;
             // The directory's own track: its groups carry that track's hints.
-            let result = grade::grade(&practice, &practice.chapter.groups, &opts, &|_| {}).await;
+            let groups = practice.chapter.groups.clone();
+            let submission = grade::Submission::read(practice);
+            let result = grade::grade(&submission, &groups, &opts, &|_| {}).await;
             (result, learner_lang)
         }
         Source::File(path, read, track) => {
@@ -675,7 +677,8 @@ async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> (
                     practice
                         .shown_as
                         .insert(chapter.editable[0].clone(), path.display().to_string());
-                    grade::grade(&practice, &chapter.groups, opts, &|_| {}).await
+                    let submission = grade::Submission::read(practice);
+                    grade::grade(&submission, &chapter.groups, opts, &|_| {}).await
                 }
                 Err(error) => grade::not_graded(
                     chapter,

@@ -148,10 +148,11 @@ pub fn traces_of(result: &GradeResult, lang: crate::i18n::Lang) -> LastTraces {
     }
 }
 
-/// Records the verdict of each graded group, keeping the other Labs' earlier verdicts, and the evidence
-/// of the failing tests.
+/// Records the verdict of each graded group, keeping the other Labs' `earlier` verdicts (the record as
+/// the grade found it), and the evidence of the failing tests.
 pub fn record(
     practice_dir: &Path,
+    earlier: Option<LastGrade>,
     result: &GradeResult,
     lang: crate::i18n::Lang,
 ) -> std::io::Result<()> {
@@ -163,7 +164,7 @@ pub fn record(
         )));
     }
     let time = crate::time::now();
-    let mut last = load(practice_dir).unwrap_or(LastGrade {
+    let mut last = earlier.unwrap_or(LastGrade {
         version: 1,
         labs: BTreeMap::new(),
         unbuilt: None,
@@ -248,7 +249,13 @@ mod tests {
     fn a_grade_that_did_not_build_keeps_how_far_the_learner_got() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(metadata::DIR)).unwrap();
-        record(dir.path(), &graded(None, true), crate::i18n::Lang::En).unwrap();
+        record(
+            dir.path(),
+            load(dir.path()),
+            &graded(None, true),
+            crate::i18n::Lang::En,
+        )
+        .unwrap();
         let passed = load(dir.path()).unwrap();
         assert_eq!(passed.labs["7.1"].status, GroupStatus::Pass);
         assert_eq!(passed.unbuilt, None);
@@ -259,6 +266,7 @@ mod tests {
         };
         record(
             dir.path(),
+            load(dir.path()),
             &graded(Some(broken), false),
             crate::i18n::Lang::En,
         )
@@ -270,7 +278,13 @@ mod tests {
         );
         assert!(after.unbuilt.is_some());
 
-        record(dir.path(), &graded(None, false), crate::i18n::Lang::En).unwrap();
+        record(
+            dir.path(),
+            load(dir.path()),
+            &graded(None, false),
+            crate::i18n::Lang::En,
+        )
+        .unwrap();
         let rebuilt = load(dir.path()).unwrap();
         assert_eq!(rebuilt.labs["7.1"].status, GroupStatus::Fail);
         assert_eq!(rebuilt.unbuilt, None);

@@ -1,11 +1,12 @@
 //! `pi-course grade`: build the learner's code against the pristine given files and run the groups.
 //!
-//! A pipeline of small stages, each in its own module:
-//! open ([`select_groups`], `Practice::open`) → [`prepare`] (a shared build directory in the cache) →
-//! [`build`] (`cargo test --no-run`) → list and run ([`runner`]: batches of tests, one process group
-//! each, and any test a batch leaves without a verdict alone, with a timeout) → collect ([`crate::outcome`]) →
-//! report (`crate::report`) and [`last`] (the verdict per Lab).
-//! [`grade`] runs the pipeline in-process, so `watch` can call it too.
+//! A pipeline of small stages, in one direction, each in its own module:
+//! open (`Practice::open`, [`select_groups`]) → read ([`submission`]: the directory, once) → refuse
+//! and build (the track's adapter, `crate::track`, in a build slot of the cache that [`prepare`] fills)
+//! → list and run ([`runner`]: batches of tests, one process group each, and any test a batch leaves
+//! without a verdict alone, with a timeout; each trace judged) → collect (`crate::outcome`) → record
+//! ([`last`]: the verdict per Lab). The pipeline returns its result and never renders (the commands do).
+//! [`grade`] runs it in-process, so `watch` and `grade-class` call it too.
 
 pub mod bounded_lines;
 pub mod channel;
@@ -13,6 +14,7 @@ pub mod last;
 pub mod occupant;
 pub mod prepare;
 pub mod runner;
+pub mod submission;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -21,11 +23,11 @@ use crate::cache;
 use crate::catalog::{Chapter, Group};
 use crate::error::{Result, UserError};
 use crate::i18n::Lang;
-use crate::metadata::Practice;
 use crate::sandbox::Sandbox;
 use crate::track::{self, BuildRequest};
 
 use crate::outcome::{self, GradeResult, GroupResult, Problem, Warning};
+pub use submission::Submission;
 
 /// Per-test timeout when none is given. The chapter's tests finish in milliseconds and catch a hung loop
 /// themselves within about a second (they judge it by the progress it makes), so this only bounds a busy
@@ -225,24 +227,23 @@ pub fn select_groups(chapter: &Chapter, queries: &[String], lang: Lang) -> Resul
         .collect())
 }
 
-/// Grades `groups` of `practice`: the whole pipeline after `open`. Never fails: whatever goes wrong is part
-/// of the result. Must run inside a tokio runtime with IO and time enabled.
+/// Grades `groups` of `submission`: the whole pipeline after `open` and the read. Never fails: whatever
+/// goes wrong is part of the result. Must run inside a tokio runtime with IO and time enabled.
 pub async fn grade(
-    practice: &Practice,
+    submission: &Submission,
     groups: &[Group],
     opts: &GradeOptions,
     progress: &dyn Fn(Stage),
 ) -> GradeResult {
     let started = Instant::now();
-    let mut result = empty_result(&practice.chapter, groups, opts);
-    let changed = practice.changed_given_files();
-    if !changed.is_empty() {
-        result
-            .warnings
-            .push(Warning::ChangedGiven { files: changed });
+    let mut result = empty_result(&submission.practice.chapter, groups, opts);
+    if !submission.changed_given.is_empty() {
+        result.warnings.push(Warning::ChangedGiven {
+            files: submission.changed_given.clone(),
+        });
     }
 
-    match build_and_run(practice, opts, progress, &mut result).await {
+    match build_and_run(submission, opts, progress, &mut result).await {
         Ok(()) => {}
         Err(problem) => {
             result.problem = Some(problem);
@@ -255,7 +256,8 @@ pub async fn grade(
     result.elapsed = started.elapsed();
     progress(Stage::Done);
     if opts.record_last_grade {
-        if let Err(e) = last::record(&practice.dir, &result, opts.lang) {
+        let earlier = submission.last.clone();
+        if let Err(e) = last::record(&submission.practice.dir, earlier, &result, opts.lang) {
             result.warnings.push(Warning::LastGradeNotSaved {
                 error: e.to_string(),
             });
@@ -305,12 +307,12 @@ pub fn not_graded(
 }
 
 async fn build_and_run(
-    practice: &Practice,
+    submission: &Submission,
     opts: &GradeOptions,
     progress: &dyn Fn(Stage),
     result: &mut GradeResult,
 ) -> std::result::Result<(), Problem> {
-    let chapter = &practice.chapter;
+    let chapter = &submission.practice.chapter;
     let io_problem = |what: &str, e: std::io::Error| Problem::Io {
         what: what.to_string(),
         error: e.to_string(),
@@ -318,11 +320,8 @@ async fn build_and_run(
 
     let track = track::adapter(chapter.track);
     track.start(&opts.cache);
-    let editable = prepare::read_editable(chapter, &practice.dir)?;
-    let shown = |path: &str| {
-        let named = practice.shown_as.get(path).cloned();
-        named.unwrap_or_else(|| prepare::shown_path(&practice.dir, path))
-    };
+    let editable = submission.editable()?;
+    let shown = |path: &str| submission.shown(path);
     // Refused constructs fail the build as a compile error would: the learner fixes their file.
     if let Some(refused) = track.refused(&editable, &|path| shown(path), opts.lang) {
         return Err(refused);
@@ -362,7 +361,7 @@ async fn build_and_run(
         timeout: opts.build_timeout,
     };
     // The slot's outputs of another learner's file are removed before this build can read them.
-    let occupant = occupant::Occupant::of(practice, &editable);
+    let occupant = occupant::Occupant::of(&submission.identity, &editable);
     let slot_io = |e: std::io::Error| io_problem(&build_dir.path.display().to_string(), e);
     if !occupant.may_reuse(&build_dir) {
         track.clear_learner_outputs(&request).await?;

@@ -136,7 +136,10 @@ pub async fn watch(
     let progress = |s: Stage| *stage.borrow_mut() = Some(s);
     let start = || -> Grading<'_> {
         *stage.borrow_mut() = None;
-        Box::pin(grade::grade(practice, &groups, opts, &progress))
+        // Each grade reads the directory afresh, once, as it saw it when it started.
+        let submission = grade::Submission::read(practice.clone());
+        let (groups, progress) = (&groups, &progress);
+        Box::pin(async move { grade::grade(&submission, groups, opts, progress).await })
     };
 
     let mut state = State {
