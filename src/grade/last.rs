@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Chapter, Group};
-use crate::outcome::{Evidence, GradeResult, GroupStatus};
+use crate::outcome::{Explained, GradeResult, GroupStatus};
 use crate::{atomic_file, metadata, regular_file};
 
 pub const FILE: &str = "last-grade.json";
@@ -31,20 +31,6 @@ pub struct LastTraces {
     /// The seed the grade drew its instances with.
     pub seed: Option<u64>,
     pub tests: Vec<Explained>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Explained {
-    pub name: String,
-    pub lab: String,
-    /// In the grade's language.
-    pub message: String,
-    /// The message in every language, by code (`zh`, `en`): `explain --lang` may ask for another
-    /// language than the grade's. Absent from files written before it existed.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub messages: BTreeMap<String, String>,
-    #[serde(flatten)]
-    pub evidence: Evidence,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

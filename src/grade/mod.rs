@@ -26,6 +26,7 @@ use crate::i18n::Lang;
 use crate::sandbox::Sandbox;
 use crate::track::{self, BuildRequest};
 
+use crate::outcome::Stage;
 use crate::outcome::{self, GradeResult, GroupResult, Problem, Warning};
 pub use submission::Submission;
 
@@ -173,27 +174,6 @@ fn usable_cache(chosen: Option<PathBuf>, lang: Lang) -> Result<PathBuf> {
     std::fs::create_dir_all(&cache).map_err(os_error)?;
     tempfile::tempfile_in(&cache).map_err(os_error)?;
     Ok(cache)
-}
-
-/// Where a grade is, for progress displays.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stage {
-    /// Another grade holds the build directory; waiting for it.
-    Waiting,
-    Preparing,
-    /// cargo is building; the crate it just finished, and how many so far. `first_of` is the number of
-    /// crates to compile when this build slot has never built (a first grade compiles the dependencies).
-    Building {
-        last_crate: Option<String>,
-        crates: usize,
-        first_of: Option<usize>,
-    },
-    Listing,
-    Running {
-        done: usize,
-        total: usize,
-    },
-    Done,
 }
 
 /// Resolves `--group` queries against the chapter: all groups when none is given, else each named group

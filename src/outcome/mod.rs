@@ -587,6 +587,42 @@ impl Unreadable {
     }
 }
 
+/// Where a grade is, for progress displays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    /// Another grade holds the build directory; waiting for it.
+    Waiting,
+    Preparing,
+    /// cargo is building; the crate it just finished, and how many so far. `first_of` is the number of
+    /// crates to compile when this build slot has never built (a first grade compiles the dependencies).
+    Building {
+        last_crate: Option<String>,
+        crates: usize,
+        first_of: Option<usize>,
+    },
+    Listing,
+    Running {
+        done: usize,
+        total: usize,
+    },
+    Done,
+}
+
+/// A test that did not pass, as the last grade kept it for `pi-course explain` (`grade::last`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Explained {
+    pub name: String,
+    pub lab: String,
+    /// In the grade's language.
+    pub message: String,
+    /// The message in every language, by code (`zh`, `en`): `explain --lang` may ask for another
+    /// language than the grade's. Absent from files written before it existed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub messages: std::collections::BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub evidence: Evidence,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::catalog::Group;
-use crate::grade::Stage;
 use crate::i18n::Lang;
+use crate::outcome::Stage;
 
 /// The output format on stdout (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -22,10 +22,11 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::grade::{self, GradeOptions, Stage};
+use crate::grade::{self, GradeOptions};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::outcome::GradeResult;
+use crate::outcome::Stage;
 use crate::process;
 
 use changes::Changes;

@@ -21,8 +21,8 @@
 //! rewritten (see [`STATUS_ROW`]), so the rest of the screen does not flicker.
 
 use crate::catalog::{Chapter, Group};
-use crate::grade::Stage;
 use crate::i18n::Lang;
+use crate::outcome::Stage;
 use crate::outcome::{GradeResult, Status};
 use crate::outcome::{GroupResult, GroupStatus, Problem, TestStatus};
 use crate::report::{stage_text, title_width};
@@ -365,11 +365,11 @@ fn next_step(view: &View<'_>) -> String {
 }
 
 /// The first test of `result` that did not pass, with what it expected and got.
-fn first_explained(result: &GradeResult, lang: Lang) -> Option<crate::grade::last::Explained> {
+fn first_explained(result: &GradeResult, lang: Lang) -> Option<crate::outcome::Explained> {
     result.groups.iter().find_map(|g| {
         g.tests.iter().find_map(|t| {
             let evidence = t.evidence.as_ref()?;
-            Some(crate::grade::last::Explained {
+            Some(crate::outcome::Explained {
                 name: t.name.clone(),
                 lab: g.group.lab.clone(),
                 message: t.message(lang).unwrap_or_default(),
