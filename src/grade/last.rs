@@ -235,13 +235,11 @@ mod tests {
     fn a_grade_that_did_not_build_keeps_how_far_the_learner_got() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(metadata::DIR)).unwrap();
-        record(
-            dir.path(),
-            load(dir.path()),
-            &graded(None, true),
-            crate::i18n::Lang::En,
-        )
-        .unwrap();
+        // Each grade records over the record it found.
+        let record_over_last = |result: &GradeResult| {
+            record(dir.path(), load(dir.path()), result, crate::i18n::Lang::En).unwrap()
+        };
+        record_over_last(&graded(None, true));
         let passed = load(dir.path()).unwrap();
         assert_eq!(passed.labs["7.1"].status, GroupStatus::Pass);
         assert_eq!(passed.unbuilt, None);
@@ -250,13 +248,7 @@ mod tests {
             rendered: "error[E0308]".into(),
             errors: 1,
         };
-        record(
-            dir.path(),
-            load(dir.path()),
-            &graded(Some(broken), false),
-            crate::i18n::Lang::En,
-        )
-        .unwrap();
+        record_over_last(&graded(Some(broken), false));
         let after = load(dir.path()).unwrap();
         assert_eq!(
             after.labs, passed.labs,
@@ -264,13 +256,7 @@ mod tests {
         );
         assert!(after.unbuilt.is_some());
 
-        record(
-            dir.path(),
-            load(dir.path()),
-            &graded(None, false),
-            crate::i18n::Lang::En,
-        )
-        .unwrap();
+        record_over_last(&graded(None, false));
         let rebuilt = load(dir.path()).unwrap();
         assert_eq!(rebuilt.labs["7.1"].status, GroupStatus::Fail);
         assert_eq!(rebuilt.unbuilt, None);

@@ -41,6 +41,12 @@ pub struct BuildRequest<'a> {
     pub timeout: Duration,
 }
 
+/// The learner's editable files: (path inside the practice directory, bytes).
+pub type Editable = [(String, Vec<u8>)];
+
+/// How a file is named to the learner, from its path inside the practice directory.
+pub type Shown<'a> = &'a dyn Fn(&str) -> String;
+
 /// A step of an adapter that runs tools: a future, boxed so that [`Adapter`] can be chosen at run time.
 pub type Step<'a, T> = Pin<Box<dyn Future<Output = Result<T, Problem>> + 'a>>;
 
@@ -53,12 +59,7 @@ pub trait Adapter {
     /// What of the learner's `editable` files (path, bytes) the track refuses to build, before any
     /// build, as a compile error would say it: the learner fixes their file. `shown` names a file as
     /// the learner knows it.
-    fn refused(
-        &self,
-        _editable: &[(String, Vec<u8>)],
-        _shown: &dyn Fn(&str) -> String,
-        _lang: Lang,
-    ) -> Option<Problem> {
+    fn refused(&self, _editable: &Editable, _shown: Shown, _lang: Lang) -> Option<Problem> {
         None
     }
 

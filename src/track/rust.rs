@@ -7,7 +7,7 @@ pub mod toolchain;
 
 use std::path::Path;
 
-use super::{Adapter, BuildRequest, Step, TestCommand};
+use super::{Adapter, BuildRequest, Editable, Shown, Step, TestCommand};
 use crate::cache::{self, BuildDir};
 use crate::i18n::Lang;
 use crate::outcome::Problem;
@@ -19,12 +19,7 @@ impl Adapter for Rust {
         toolchain::start(cache);
     }
 
-    fn refused(
-        &self,
-        editable: &[(String, Vec<u8>)],
-        shown: &dyn Fn(&str) -> String,
-        lang: Lang,
-    ) -> Option<Problem> {
+    fn refused(&self, editable: &Editable, shown: Shown, lang: Lang) -> Option<Problem> {
         let refused: Vec<(&String, Vec<refuse::Refused>)> = editable
             .iter()
             .filter(|(path, _)| path.ends_with(".rs"))
