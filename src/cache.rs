@@ -6,7 +6,7 @@
 //! <cache>/work/<id>-<hash>/slot-<n>.lock   held by the grade that uses that slot
 //! <cache>/work/<id>-<hash>/slot-<n>.occupant   whose build the slot holds (grade/occupant.rs)
 //! <cache>/target/<id>-<hash>/slot-<n>/     that slot's cargo target directory
-//! <cache>/cargo-home/                      every build's CARGO_HOME (grade/rust_toolchain.rs)
+//! <cache>/cargo-home/                      every build's CARGO_HOME (track/rust/toolchain.rs)
 //! ```
 //!
 //! `<id>-<hash>` names a chapter and one version of its given files. Each such key has a few *slots*:

@@ -127,19 +127,15 @@ pub enum Shell {
     Powershell,
 }
 
-/// Writes the completion script for `shell` to stdout.
-pub fn print_completions(shell: Shell) {
-    use clap::CommandFactory;
-    let shell = match shell {
-        Shell::Bash => clap_complete::Shell::Bash,
-        Shell::Zsh => clap_complete::Shell::Zsh,
-        Shell::Fish => clap_complete::Shell::Fish,
-        Shell::Powershell => clap_complete::Shell::PowerShell,
-    };
-    let mut command = Cli::command();
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut command, "pi-course", &mut script);
-    crate::report::emit(&String::from_utf8_lossy(&script));
+impl From<Shell> for clap_complete::Shell {
+    fn from(shell: Shell) -> clap_complete::Shell {
+        match shell {
+            Shell::Bash => clap_complete::Shell::Bash,
+            Shell::Zsh => clap_complete::Shell::Zsh,
+            Shell::Fish => clap_complete::Shell::Fish,
+            Shell::Powershell => clap_complete::Shell::PowerShell,
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]

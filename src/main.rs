@@ -8,14 +8,12 @@ mod classroom;
 mod cli;
 mod commands;
 mod error;
-mod explain;
 mod file_identity;
 mod grade;
-mod hint;
 mod i18n;
 mod judge;
-mod list;
 mod metadata;
+mod outcome;
 mod practice;
 mod process;
 mod regular_file;
@@ -23,9 +21,9 @@ mod remove_tree;
 mod report;
 mod sandbox;
 mod spec;
-mod status;
 mod templates;
 mod time;
+mod track;
 mod ui;
 mod watch;
 
@@ -73,24 +71,23 @@ fn main() -> ExitCode {
             dir,
             classroom,
             track,
-        } => practice::run(&catalog, lang, &chapter, track.into(), dir, classroom),
+        } => commands::practice::run(&catalog, lang, &chapter, track.into(), dir, classroom),
         Command::Grade(args) => commands::grade::run(&catalog, lang, args.into()),
-        Command::GradeClass(args) => class::run(&catalog, lang, cli.lang, args.into()),
-        Command::MergeClass(args) => class::merge::run(&catalog, lang, args.into()),
-        Command::List => list::run(&catalog, lang),
+        Command::GradeClass(args) => {
+            commands::grade_class::run(&catalog, lang, cli.lang, args.into())
+        }
+        Command::MergeClass(args) => commands::merge_class::run(&catalog, lang, args.into()),
+        Command::List => commands::list::run(&catalog, lang),
         Command::Skeleton { chapter, track } => {
-            practice::print_skeleton(&catalog, lang, &chapter, track.into())
+            commands::skeleton::run(&catalog, lang, &chapter, track.into())
         }
-        Command::Completions { shell } => {
-            cli::print_completions(shell);
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Completions { shell } => commands::completions::run(Cli::command(), shell.into()),
         Command::Watch { dir, poll, limits } => {
-            watch::run(&catalog, lang, dir, poll, limits.into())
+            commands::watch::run(&catalog, lang, dir, poll, limits.into())
         }
-        Command::Hint { dir, lab } => hint::run(&catalog, lang, dir, lab),
-        Command::Explain { dir, test } => explain::run(&catalog, lang, dir, test),
-        Command::Status { dir } => status::run(&catalog, lang, dir),
+        Command::Hint { dir, lab } => commands::hint::run(&catalog, lang, dir, lab),
+        Command::Explain { dir, test } => commands::explain::run(&catalog, lang, dir, test),
+        Command::Status { dir } => commands::status::run(&catalog, lang, dir),
     };
     match outcome {
         Ok(code) => code,

@@ -1,11 +1,8 @@
-//! `pi-course practice`: make a fresh, isolated practice directory.
+//! Making a fresh, isolated practice directory (`pi-course practice`, in `crate::commands::practice`).
 //!
 //! The directory is written whole into a hidden staging directory on the same file system and only then
 //! put in place, by one `rename`. No one (the learner, an editor, `pi-course grade`) ever sees a half-made
 //! practice directory: any failure removes the staging directory and the disk is left as it was.
-//!
-//! Exit status: 0 made; 2 bad input (unknown chapter, DIR not usable), with nothing on disk touched;
-//! 1 the file system failed part way (disk full, I/O error), after removing everything written.
 //!
 //! Files are not fsync'ed: the promise is "whole or nothing" against failures and interrupts of this
 //! process, which the rename gives; surviving a power cut would cost more than the 30 ms budget.
@@ -16,57 +13,14 @@ use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use crate::catalog::{Catalog, Chapter, Track};
 use crate::error::{Result, UserError};
 use crate::i18n::Lang;
 use crate::metadata::{self, Metadata};
 
-pub fn run(
-    catalog: &Catalog,
-    lang: Lang,
-    query: &str,
-    track: Track,
-    dir: Option<PathBuf>,
-    classroom: bool,
-) -> Result<ExitCode> {
-    let chapter = &chapter_in(catalog, lang, query, track)?;
-    // `components` drops a trailing `/` and inner `./`, so `foo/` and `foo` are the same directory.
-    let dir: PathBuf = match dir {
-        Some(dir) => dir.components().collect(),
-        None => PathBuf::from(&chapter.default_dir),
-    };
-    let target = Target::check(lang, chapter, &dir)?;
-    let mut extra: Vec<(&str, Vec<u8>)> = Vec::new();
-    if classroom {
-        let workflow = crate::classroom::workflow(chapter, lang).map_err(UserError::new)?;
-        extra.push((crate::classroom::PATH, workflow.into_bytes()));
-    }
-    match make(lang, chapter, &target, &extra) {
-        Ok(()) => {
-            print_next_steps(lang, chapter, &dir);
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(Failure::Input(e)) => Err(e),
-        Err(Failure::Io { error, leftover }) => {
-            let mut message = lang.t(
-                "practice-failed",
-                &[("dir", &dir.display()), ("error", &error)],
-            );
-            message.push('\n');
-            message.push_str(&match leftover {
-                None => lang.t("practice-failed-cleaned", &[]),
-                Some(path) => lang.t("practice-failed-leftover", &[("path", &path.display())]),
-            });
-            eprintln!("{}: {message}", lang.t("error-prefix", &[]));
-            Ok(ExitCode::FAILURE)
-        }
-    }
-}
-
 /// Where the practice directory goes, once DIR has been checked.
-enum Target {
+pub enum Target {
     /// DIR does not exist: build a hidden sibling in `parent`, then rename it to DIR.
     New { dir: PathBuf, parent: PathBuf },
     /// DIR is an existing empty directory: fill it rather than rename over it. Renaming over it would
@@ -79,7 +33,7 @@ enum Target {
 
 impl Target {
     /// Decides where the directory goes, or says why DIR cannot be used. Writes nothing.
-    fn check(lang: Lang, chapter: &Chapter, dir: &Path) -> Result<Target> {
+    pub fn check(lang: Lang, chapter: &Chapter, dir: &Path) -> Result<Target> {
         let shown = dir.display();
         let start_over = || {
             let suggestion = free_sibling(chapter, dir);
@@ -155,7 +109,7 @@ impl Target {
 }
 
 /// How making the directory failed.
-enum Failure {
+pub enum Failure {
     /// The place cannot be written to: bad input, nothing was changed.
     Input(UserError),
     /// The file system failed part way. `leftover` is the staging directory if it could not be removed.
@@ -166,7 +120,7 @@ enum Failure {
 }
 
 /// Builds the practice directory in a staging directory and puts it in place, or leaves nothing.
-fn make(
+pub fn make(
     lang: Lang,
     chapter: &Chapter,
     target: &Target,
@@ -401,33 +355,8 @@ fn no_access(lang: Lang, chapter: &Chapter, path: &Path, error: &io::Error) -> U
     .with_fix(lang.t("fix-practice-elsewhere", &[("chapter", &chapter.id)]))
 }
 
-/// `pi-course skeleton CHAPTER`: the editable files as a fresh practice directory gets them, in `lang`,
-/// on stdout. It writes no file, so it can never overwrite a learner's work; a shell redirect puts a
-/// deleted file back.
-pub fn print_skeleton(
-    catalog: &Catalog,
-    lang: Lang,
-    query: &str,
-    track: Track,
-) -> Result<ExitCode> {
-    use std::io::Write;
-    let chapter = chapter_in(catalog, lang, query, track)?;
-    let mut out = io::stdout().lock();
-    for file in chapter.skeleton_files_in(lang) {
-        // A closed pipe (`| head`) is the reader's choice, not a failure of this command.
-        if out
-            .write_all(file.bytes)
-            .and_then(|()| out.flush())
-            .is_err()
-        {
-            break;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
 /// The chapter `query` names, in `track`; bad input when there is no such chapter or track.
-fn chapter_in(catalog: &Catalog, lang: Lang, query: &str, track: Track) -> Result<Chapter> {
+pub fn chapter_in(catalog: &Catalog, lang: Lang, query: &str, track: Track) -> Result<Chapter> {
     let chapter = catalog
         .chapter(query)
         .ok_or_else(|| unknown_chapter(catalog, lang, query))?;
@@ -453,48 +382,9 @@ fn unknown_chapter(catalog: &Catalog, lang: Lang, query: &str) -> UserError {
     ))
 }
 
-/// Where the directory is, and the commands to start with.
-fn print_next_steps(lang: Lang, chapter: &Chapter, dir: &Path) {
-    let absolute = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let is_here = std::env::current_dir()
-        .and_then(fs::canonicalize)
-        .is_ok_and(|here| here == absolute);
-    let mut commands = String::new();
-    if !is_here {
-        commands.push_str(&format!("  cd {}\n", shell_quote(&dir.to_string_lossy())));
-    }
-    commands.push_str("  pi-course grade");
-    if chapter.track == Track::TypeScript {
-        commands.push('\n');
-        let group = chapter.groups.first().map_or("", |g| g.name.zh.as_str());
-        commands.push_str(&lang.t(
-            "practice-next-typescript",
-            &[("chapter", &chapter.id), ("group", &group)],
-        ));
-    }
-    let made = lang.t(
-        "practice-made",
-        &[
-            ("chapter", &chapter.id),
-            ("title", &chapter.title.get(lang)),
-            ("dir", &absolute.display()),
-        ],
-    );
-    let next = lang.t(
-        "practice-next",
-        &[
-            ("commands", &commands),
-            ("guide", &chapter.guide.get(lang)),
-            ("editable", &chapter.editable.join(", ")),
-        ],
-    );
-    // The directory is made whether or not anyone reads this (`| head` closes the pipe early).
-    crate::report::emit(&format!("{made}\n\n{next}\n"));
-}
-
 /// `text` as one word for a POSIX shell: unchanged when that is safe (non-ASCII letters included),
 /// otherwise in single quotes.
-fn shell_quote(text: &str) -> Cow<'_, str> {
+pub fn shell_quote(text: &str) -> Cow<'_, str> {
     let safe = !text.is_empty()
         && text
             .chars()

@@ -83,8 +83,8 @@ impl Paint {
 }
 
 /// A group's verdict as one mark: ✓ pass, ✗ fail or error, ⏱ timeout.
-pub fn verdict_mark(status: crate::grade::outcome::GroupStatus, paint: Paint) -> String {
-    use crate::grade::outcome::GroupStatus;
+pub fn verdict_mark(status: crate::outcome::GroupStatus, paint: Paint) -> String {
+    use crate::outcome::GroupStatus;
     match status {
         GroupStatus::Pass => paint.green("✓"),
         GroupStatus::Timeout => paint.yellow("⏱"),
@@ -94,7 +94,7 @@ pub fn verdict_mark(status: crate::grade::outcome::GroupStatus, paint: Paint) ->
 
 /// A whole grade's verdict as one mark: ✓ every deciding group passed, else ✗.
 pub fn overall_mark(passed: bool, paint: Paint) -> String {
-    use crate::grade::outcome::GroupStatus;
+    use crate::outcome::GroupStatus;
     verdict_mark(
         if passed {
             GroupStatus::Pass
@@ -106,8 +106,8 @@ pub fn overall_mark(passed: bool, paint: Paint) -> String {
 }
 
 /// A group's verdict as a word, in the learner's language.
-pub fn verdict_word(status: crate::grade::outcome::GroupStatus, lang: crate::i18n::Lang) -> String {
-    use crate::grade::outcome::GroupStatus;
+pub fn verdict_word(status: crate::outcome::GroupStatus, lang: crate::i18n::Lang) -> String {
+    use crate::outcome::GroupStatus;
     match status {
         GroupStatus::Pass => lang.t("grade-status-pass", &[]),
         GroupStatus::Fail => lang.t("grade-status-fail", &[]),

@@ -14,9 +14,9 @@ use sha2::{Digest, Sha256};
 
 use crate::catalog::{Chapter, Track};
 use crate::error::{Result, UserError};
-use crate::grade::outcome::MAX_EDITABLE_BYTES;
 use crate::i18n::Lang;
 use crate::metadata;
+use crate::outcome::MAX_EDITABLE_BYTES;
 use crate::regular_file::{self, Contents};
 
 /// One learner's entry.

@@ -87,7 +87,7 @@ fn status_text(status: &str, lang: Lang) -> String {
 }
 
 fn points(x: f64) -> String {
-    crate::grade::outcome::format_points(x)
+    crate::outcome::format_points(x)
 }
 
 #[derive(Serialize)]

@@ -12,16 +12,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use crate::catalog::Catalog;
 use crate::error::{Result, UserError};
 use crate::i18n::Lang;
-use crate::report::{self, Format};
+use crate::report::Format;
 
+use super::html;
 use super::shard::{self, PartFile};
 use super::summary::{self, LearnerFiles, Row, Summary};
-use super::{html, human_summary};
 
 /// What `pi-course merge-class` was asked to do.
 #[derive(Debug, Clone)]
@@ -47,7 +46,9 @@ impl Part {
     }
 }
 
-pub fn run(catalog: &Catalog, lang: Lang, args: MergeRequest) -> Result<ExitCode> {
+/// Joins the parts `args` names into one class's results under `args.out`, and returns its summary;
+/// `pi-course merge-class` (`crate::commands::merge_class`) renders it.
+pub fn merge(catalog: &Catalog, lang: Lang, args: &MergeRequest) -> Result<Summary> {
     if args.format == Format::Gradescope {
         return Err(UserError::new(lang.t("class-bad-format", &[]))
             .with_fix(lang.t("class-bad-format-fix", &[])));
@@ -93,16 +94,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: MergeRequest) -> Result<ExitCode
         ))
     })?;
     write(&args.out, &summary, &rows, &index, lang)?;
-
-    match args.format {
-        Format::Json => report::emit(&format!("{}\n", summary.to_json())),
-        _ => report::emit(&human_summary(&summary, lang, 0, rows.len(), &args.out)),
-    }
-    Ok(if summary.learners.iter().all(|r| r.graded) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(summary)
 }
 
 fn unreadable(dir: &Path, file: &str, error: &dyn std::fmt::Display, lang: Lang) -> UserError {

@@ -43,16 +43,16 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::rc::Rc;
 
 use crate::catalog::{Catalog, Chapter};
 use crate::error::{Result, UserError};
-use crate::grade::outcome::MAX_EDITABLE_BYTES;
-use crate::grade::outcome::{format_points, Problem};
-use crate::grade::{self, GradeOptions, GradeResult};
+use crate::grade::{self, GradeOptions};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
+use crate::outcome::GradeResult;
+use crate::outcome::MAX_EDITABLE_BYTES;
+use crate::outcome::{format_points, Problem};
 use crate::report;
 use crate::report::Format;
 use crate::{atomic_file, cache, practice, regular_file};
@@ -129,12 +129,25 @@ pub struct ClassRequest {
     pub shard: Option<Shard>,
 }
 
-pub fn run(
+/// What grading a class came to: the summary as written, and what the run itself did.
+pub struct Graded {
+    pub summary: Summary,
+    /// Learners whose earlier rows were kept (their submission had not changed).
+    pub skipped: usize,
+    /// Learners graded by this run.
+    pub graded_now: usize,
+    /// Result files that could not be written: (file, error).
+    pub unwritten: Vec<(String, String)>,
+}
+
+/// Grades the class `args` names and writes its results under `args.out`; `pi-course grade-class`
+/// (`crate::commands::grade_class`) renders what it came to.
+pub fn grade_class(
     catalog: &Catalog,
     lang: Lang,
     chosen_lang: Option<Lang>,
     args: ClassRequest,
-) -> Result<ExitCode> {
+) -> Result<Graded> {
     if args.format == Format::Gradescope {
         return Err(UserError::new(lang.t("class-bad-format", &[]))
             .with_fix(lang.t("class-bad-format-fix", &[])));
@@ -287,24 +300,11 @@ pub fn run(
         ),
         Err(e) => state.unwritten.push(("index.html".into(), e)),
     }
-    let not_graded: Vec<&Row> = summary.learners.iter().filter(|r| !r.graded).collect();
-    match args.format {
-        Format::Json => report::emit(&format!("{}\n", summary.to_json())),
-        _ => report::emit(&human_summary(
-            &summary, lang, skipped, graded_now, &args.out,
-        )),
-    }
-    for (file, error) in &state.unwritten {
-        eprintln!(
-            "{}: {}",
-            lang.t("error-prefix", &[]),
-            lang.t("class-report-failed", &[("file", file), ("error", error)])
-        );
-    }
-    Ok(if not_graded.is_empty() && state.unwritten.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+    Ok(Graded {
+        summary,
+        skipped,
+        graded_now,
+        unwritten: std::mem::take(&mut state.unwritten),
     })
 }
 
@@ -656,7 +656,9 @@ async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> (
             let mut opts = opts.clone();
             opts.lang = learner_lang;
             // The directory's own track: its groups carry that track's hints.
-            let result = grade::grade(&practice, &practice.chapter.groups, &opts, &|_| {}).await;
+            let groups = practice.chapter.groups.clone();
+            let submission = grade::Submission::read(practice);
+            let result = grade::grade(&submission, &groups, &opts, &|_| {}).await;
             (result, learner_lang)
         }
         Source::File(path, read, track) => {
@@ -675,7 +677,8 @@ async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> (
                     practice
                         .shown_as
                         .insert(chapter.editable[0].clone(), path.display().to_string());
-                    grade::grade(&practice, &chapter.groups, opts, &|_| {}).await
+                    let submission = grade::Submission::read(practice);
+                    grade::grade(&submission, &chapter.groups, opts, &|_| {}).await
                 }
                 Err(error) => grade::not_graded(
                     chapter,
@@ -777,7 +780,8 @@ fn save_summary(out: &Path, state: &mut Progress) {
     write_result(out, summary::CSV, csv.as_bytes(), &mut state.unwritten);
 }
 
-fn human_summary(
+/// The class's summary for a person: counts, the average, where the results are.
+pub fn human_summary(
     summary: &Summary,
     lang: Lang,
     skipped: usize,

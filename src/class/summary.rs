@@ -27,9 +27,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::Chapter;
-use crate::grade::outcome::{format_points, Problem};
-use crate::grade::GradeResult;
 use crate::i18n::Lang;
+use crate::outcome::GradeResult;
+use crate::outcome::{format_points, Problem};
 
 pub const JSON: &str = "summary.json";
 pub const CSV: &str = "summary.csv";

@@ -1,4 +1,4 @@
-//! `pi-course grade [DIR]`: open the practice directory, choose the groups, grade (the pipeline in
+//! `pi-course grade [DIR]`: open the practice directory, choose the groups, read it, grade (the pipeline in
 //! `crate::grade`), then render the result in the format asked for. The pipeline returns a result and
 //! never renders; this command is where a result meets a renderer.
 
@@ -8,9 +8,10 @@ use std::process::ExitCode;
 use crate::atomic_file;
 use crate::catalog::Catalog;
 use crate::error::{Result, UserError};
-use crate::grade::{grade, prepare, select_groups, GradeOptions, Limits, Warning};
+use crate::grade::{grade, select_groups, GradeOptions, Limits, Submission};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
+use crate::outcome::Warning;
 use crate::report::{self, Format};
 
 /// What `pi-course grade` was asked to do.
@@ -30,9 +31,13 @@ pub struct GradeRequest {
 pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode> {
     let practice = Practice::open(catalog, lang, &args.dir)?;
     let groups = select_groups(&practice.chapter, &args.groups, lang)?;
-    prepare::check_editable(&practice.chapter, &practice.dir).map_err(|unreadable| {
-        UserError::new(unreadable.message(lang)).with_fix(lang.t("grade-editable-fix", &[]))
-    })?;
+    // The directory is read once, here: every stage after takes what was read.
+    let submission = Submission::read(practice);
+    if let Some(unreadable) = submission.unreadable() {
+        return Err(
+            UserError::new(unreadable.message(lang)).with_fix(lang.t("grade-editable-fix", &[]))
+        );
+    }
     if let Some(junit) = &args.junit {
         let parent = junit.parent().filter(|p| !p.as_os_str().is_empty());
         if parent.is_some_and(|p| !p.is_dir()) || junit.is_dir() {
@@ -58,7 +63,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode
             clear();
             eprintln!("{interrupted}");
         });
-        let result = grade(&practice, &groups, &opts, &|stage| progress.update(stage)).await;
+        let result = grade(&submission, &groups, &opts, &|stage| progress.update(stage)).await;
         progress.finish().await;
         result
     });

@@ -22,10 +22,10 @@ use tokio::task::JoinHandle;
 pub use protocol::Record;
 
 use super::bounded_lines::BoundedLines;
-use super::bounds::RECORD_BYTES;
-use super::test_command::TestCommand;
+use crate::outcome::bounds::RECORD_BYTES;
 use crate::process::{self, Captured, ProcessGroup};
 use crate::sandbox::{Sandbox, TestPaths};
+use crate::track::test_command::TestCommand;
 
 /// A fresh secret for one grade: 32 hex digits from the system's random source.
 pub fn new_key() -> io::Result<String> {

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::outcome::{Evidence, GradeResult, GroupStatus};
+use crate::catalog::{Chapter, Group};
+use crate::outcome::{Explained, GradeResult, GroupStatus};
 use crate::{atomic_file, metadata, regular_file};
 
 pub const FILE: &str = "last-grade.json";
@@ -30,20 +31,6 @@ pub struct LastTraces {
     /// The seed the grade drew its instances with.
     pub seed: Option<u64>,
     pub tests: Vec<Explained>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Explained {
-    pub name: String,
-    pub lab: String,
-    /// In the grade's language.
-    pub message: String,
-    /// The message in every language, by code (`zh`, `en`): `explain --lang` may ask for another
-    /// language than the grade's. Absent from files written before it existed.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub messages: BTreeMap<String, String>,
-    #[serde(flatten)]
-    pub evidence: Evidence,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +51,22 @@ pub struct LabVerdict {
     pub total: usize,
     /// Seconds since the Unix epoch.
     pub time: u64,
+}
+
+impl LastGrade {
+    /// The first Lab, in chapter order, whose last verdict is not a pass (or that was never graded):
+    /// the one to work on.
+    pub fn first_not_passing<'a>(&self, chapter: &'a Chapter) -> Option<&'a Group> {
+        crate::catalog::lab_to_work_on(
+            &chapter.groups,
+            |g| g.optional,
+            |g| {
+                self.labs
+                    .get(&g.lab)
+                    .is_some_and(|v| v.status == GroupStatus::Pass)
+            },
+        )
+    }
 }
 
 pub fn path(practice_dir: &Path) -> PathBuf {
@@ -131,10 +134,11 @@ pub fn traces_of(result: &GradeResult, lang: crate::i18n::Lang) -> LastTraces {
     }
 }
 
-/// Records the verdict of each graded group, keeping the other Labs' earlier verdicts, and the evidence
-/// of the failing tests.
+/// Records the verdict of each graded group, keeping the other Labs' `earlier` verdicts (the record as
+/// the grade found it), and the evidence of the failing tests.
 pub fn record(
     practice_dir: &Path,
+    earlier: Option<LastGrade>,
     result: &GradeResult,
     lang: crate::i18n::Lang,
 ) -> std::io::Result<()> {
@@ -146,7 +150,7 @@ pub fn record(
         )));
     }
     let time = crate::time::now();
-    let mut last = load(practice_dir).unwrap_or(LastGrade {
+    let mut last = earlier.unwrap_or(LastGrade {
         version: 1,
         labs: BTreeMap::new(),
         unbuilt: None,
@@ -191,7 +195,7 @@ impl<'de> Deserialize<'de> for GroupStatus {
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
-    use crate::grade::outcome::{GroupResult, Outcome, Problem, TestResult};
+    use crate::outcome::{GroupResult, Outcome, Problem, TestResult};
     use std::time::Duration;
 
     fn graded(problem: Option<Problem>, passed: bool) -> GradeResult {
@@ -231,7 +235,11 @@ mod tests {
     fn a_grade_that_did_not_build_keeps_how_far_the_learner_got() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join(metadata::DIR)).unwrap();
-        record(dir.path(), &graded(None, true), crate::i18n::Lang::En).unwrap();
+        // Each grade records over the record it found.
+        let record_over_last = |result: &GradeResult| {
+            record(dir.path(), load(dir.path()), result, crate::i18n::Lang::En).unwrap()
+        };
+        record_over_last(&graded(None, true));
         let passed = load(dir.path()).unwrap();
         assert_eq!(passed.labs["7.1"].status, GroupStatus::Pass);
         assert_eq!(passed.unbuilt, None);
@@ -240,12 +248,7 @@ mod tests {
             rendered: "error[E0308]".into(),
             errors: 1,
         };
-        record(
-            dir.path(),
-            &graded(Some(broken), false),
-            crate::i18n::Lang::En,
-        )
-        .unwrap();
+        record_over_last(&graded(Some(broken), false));
         let after = load(dir.path()).unwrap();
         assert_eq!(
             after.labs, passed.labs,
@@ -253,9 +256,56 @@ mod tests {
         );
         assert!(after.unbuilt.is_some());
 
-        record(dir.path(), &graded(None, false), crate::i18n::Lang::En).unwrap();
+        record_over_last(&graded(None, false));
         let rebuilt = load(dir.path()).unwrap();
         assert_eq!(rebuilt.labs["7.1"].status, GroupStatus::Fail);
         assert_eq!(rebuilt.unbuilt, None);
+    }
+
+    fn last(verdicts: &[(&str, GroupStatus)]) -> LastGrade {
+        LastGrade {
+            version: 1,
+            labs: verdicts
+                .iter()
+                .map(|(lab, status)| {
+                    let v = LabVerdict {
+                        slug: String::new(),
+                        status: *status,
+                        passed: 0,
+                        total: 1,
+                        time: 0,
+                    };
+                    (lab.to_string(), v)
+                })
+                .collect::<BTreeMap<_, _>>(),
+            unbuilt: None,
+        }
+    }
+
+    #[test]
+    fn the_first_lab_not_passing_required_ones_first() {
+        let ch = &Catalog::chapter_07();
+        let pass = GroupStatus::Pass;
+        let lab = |l: &LastGrade| l.first_not_passing(ch).map(|g| g.lab.clone());
+        assert_eq!(lab(&last(&[])).as_deref(), Some("7.1"));
+        assert_eq!(
+            lab(&last(&[("7.1", pass), ("7.2", GroupStatus::Fail)])).as_deref(),
+            Some("7.2")
+        );
+        // A Lab never graded (only some groups were) counts as not passing.
+        assert_eq!(
+            lab(&last(&[("7.1", pass), ("7.3", pass)])).as_deref(),
+            Some("7.2")
+        );
+        let required: Vec<(&str, GroupStatus)> = ch
+            .groups
+            .iter()
+            .filter(|g| !g.optional)
+            .map(|g| (g.lab.as_str(), pass))
+            .collect();
+        assert_eq!(lab(&last(&required)).as_deref(), Some("7.6"));
+        let mut all = required.clone();
+        all.push(("7.6", pass));
+        assert_eq!(lab(&last(&all)), None);
     }
 }

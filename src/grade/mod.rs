@@ -1,26 +1,20 @@
 //! `pi-course grade`: build the learner's code against the pristine given files and run the groups.
 //!
-//! A pipeline of small stages, each in its own module:
-//! open ([`select_groups`], `Practice::open`) → [`prepare`] (a shared build directory in the cache) →
-//! [`build`] (`cargo test --no-run`) → list and run ([`runner`]: batches of tests, one process group
-//! each, and any test a batch leaves without a verdict alone, with a timeout) → collect ([`outcome`]) →
-//! report (`crate::report`) and [`last`] (the verdict per Lab).
-//! [`grade`] runs the pipeline in-process, so `watch` can call it too.
+//! A pipeline of small stages, in one direction, each in its own module:
+//! open (`Practice::open`, [`select_groups`]) → read ([`submission`]: the directory, once) → refuse
+//! and build (the track's adapter, `crate::track`, in a build slot of the cache that [`prepare`] fills)
+//! → list and run ([`runner`]: batches of tests, one process group each, and any test a batch leaves
+//! without a verdict alone, with a timeout; each trace judged) → collect (`crate::outcome`) → record
+//! ([`last`]: the verdict per Lab). The pipeline returns its result and never renders (the commands do).
+//! [`grade`] runs it in-process, so `watch` and `grade-class` call it too.
 
 pub mod bounded_lines;
-pub mod bounds;
-pub mod build;
 pub mod channel;
 pub mod last;
-pub mod node;
 pub mod occupant;
-pub mod outcome;
 pub mod prepare;
-pub mod refuse;
 pub mod runner;
-pub mod rust_toolchain;
-pub mod test_command;
-pub mod toolchain;
+pub mod submission;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -29,10 +23,12 @@ use crate::cache;
 use crate::catalog::{Chapter, Group};
 use crate::error::{Result, UserError};
 use crate::i18n::Lang;
-use crate::metadata::Practice;
 use crate::sandbox::Sandbox;
+use crate::track::{self, BuildRequest};
 
-pub use outcome::{GradeResult, GroupResult, Problem, Status, Warning};
+use crate::outcome::Stage;
+use crate::outcome::{self, GradeResult, GroupResult, Problem, Warning};
+pub use submission::Submission;
 
 /// Per-test timeout when none is given. The chapter's tests finish in milliseconds and catch a hung loop
 /// themselves within about a second (they judge it by the progress it makes), so this only bounds a busy
@@ -180,27 +176,6 @@ fn usable_cache(chosen: Option<PathBuf>, lang: Lang) -> Result<PathBuf> {
     Ok(cache)
 }
 
-/// Where a grade is, for progress displays.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stage {
-    /// Another grade holds the build directory; waiting for it.
-    Waiting,
-    Preparing,
-    /// cargo is building; the crate it just finished, and how many so far. `first_of` is the number of
-    /// crates to compile when this build slot has never built (a first grade compiles the dependencies).
-    Building {
-        last_crate: Option<String>,
-        crates: usize,
-        first_of: Option<usize>,
-    },
-    Listing,
-    Running {
-        done: usize,
-        total: usize,
-    },
-    Done,
-}
-
 /// Resolves `--group` queries against the chapter: all groups when none is given, else each named group
 /// once, in chapter order. An unknown name is bad input (exit 2) listing the valid ones.
 pub fn select_groups(chapter: &Chapter, queries: &[String], lang: Lang) -> Result<Vec<Group>> {
@@ -232,24 +207,23 @@ pub fn select_groups(chapter: &Chapter, queries: &[String], lang: Lang) -> Resul
         .collect())
 }
 
-/// Grades `groups` of `practice`: the whole pipeline after `open`. Never fails: whatever goes wrong is part
-/// of the result. Must run inside a tokio runtime with IO and time enabled.
+/// Grades `groups` of `submission`: the whole pipeline after `open` and the read. Never fails: whatever
+/// goes wrong is part of the result. Must run inside a tokio runtime with IO and time enabled.
 pub async fn grade(
-    practice: &Practice,
+    submission: &Submission,
     groups: &[Group],
     opts: &GradeOptions,
     progress: &dyn Fn(Stage),
 ) -> GradeResult {
     let started = Instant::now();
-    let mut result = empty_result(&practice.chapter, groups, opts);
-    let changed = practice.changed_given_files();
-    if !changed.is_empty() {
-        result
-            .warnings
-            .push(Warning::ChangedGiven { files: changed });
+    let mut result = empty_result(&submission.practice.chapter, groups, opts);
+    if !submission.changed_given.is_empty() {
+        result.warnings.push(Warning::ChangedGiven {
+            files: submission.changed_given.clone(),
+        });
     }
 
-    match build_and_run(practice, opts, progress, &mut result).await {
+    match build_and_run(submission, opts, progress, &mut result).await {
         Ok(()) => {}
         Err(problem) => {
             result.problem = Some(problem);
@@ -262,7 +236,8 @@ pub async fn grade(
     result.elapsed = started.elapsed();
     progress(Stage::Done);
     if opts.record_last_grade {
-        if let Err(e) = last::record(&practice.dir, &result, opts.lang) {
+        let earlier = submission.last.clone();
+        if let Err(e) = last::record(&submission.practice.dir, earlier, &result, opts.lang) {
             result.warnings.push(Warning::LastGradeNotSaved {
                 error: e.to_string(),
             });
@@ -312,32 +287,24 @@ pub fn not_graded(
 }
 
 async fn build_and_run(
-    practice: &Practice,
+    submission: &Submission,
     opts: &GradeOptions,
     progress: &dyn Fn(Stage),
     result: &mut GradeResult,
 ) -> std::result::Result<(), Problem> {
-    let chapter = &practice.chapter;
+    let chapter = &submission.practice.chapter;
     let io_problem = |what: &str, e: std::io::Error| Problem::Io {
         what: what.to_string(),
         error: e.to_string(),
     };
 
-    toolchain::start(chapter.track, &opts.cache);
-    let editable = prepare::read_editable(chapter, &practice.dir)?;
-    let shown = |path: &String| {
-        let named = practice.shown_as.get(path).cloned();
-        named.unwrap_or_else(|| prepare::shown_path(&practice.dir, path))
-    };
+    let track = track::adapter(chapter.track);
+    track.start(&opts.cache);
+    let editable = submission.editable()?;
+    let shown = |path: &str| submission.shown(path);
     // Refused constructs fail the build as a compile error would: the learner fixes their file.
-    let refused = toolchain::refused(chapter.track, &editable);
-    if !refused.is_empty() {
-        let rendered = refused
-            .iter()
-            .map(|(path, found)| refuse::render(found, &shown(path), opts.lang))
-            .collect();
-        let errors = refused.iter().map(|(_, found)| found.len()).sum();
-        return Err(Problem::Compile { rendered, errors });
+    if let Some(refused) = track.refused(&editable, &|path| shown(path), opts.lang) {
+        return Err(refused);
     }
     let key = cache::build_key(chapter);
     let files: Vec<(&str, &[u8])> = editable
@@ -352,14 +319,14 @@ async fn build_and_run(
     progress(Stage::Preparing);
     prepare::prepare(chapter, &editable, &build_dir.path)?;
 
-    let first_of = toolchain::dependencies_to_compile(chapter.track, &build_dir);
+    let first_of = track.dependencies_to_compile(&build_dir);
     progress(Stage::Building {
         last_crate: None,
         crates: 0,
         first_of,
     });
     let crates = std::cell::Cell::new(0);
-    let request = build::BuildRequest {
+    let request = BuildRequest {
         cache: &opts.cache,
         build_dir: &build_dir.path,
         target_dir: &build_dir.target,
@@ -374,21 +341,22 @@ async fn build_and_run(
         timeout: opts.build_timeout,
     };
     // The slot's outputs of another learner's file are removed before this build can read them.
-    let occupant = occupant::Occupant::of(practice, &editable);
+    let occupant = occupant::Occupant::of(&submission.identity, &editable);
     let slot_io = |e: std::io::Error| io_problem(&build_dir.path.display().to_string(), e);
     if !occupant.may_reuse(&build_dir) {
-        toolchain::clear_learner_outputs(chapter.track, &request).await?;
+        track.clear_learner_outputs(&request).await?;
     }
     occupant.record(&build_dir, false).map_err(slot_io)?;
-    let command = toolchain::build(chapter.track, &request, &|name| {
-        crates.set(crates.get() + 1);
-        progress(Stage::Building {
-            last_crate: Some(name.to_string()),
-            crates: crates.get(),
-            first_of,
-        });
-    })
-    .await;
+    let command = track
+        .build(&request, &|name| {
+            crates.set(crates.get() + 1);
+            progress(Stage::Building {
+                last_crate: Some(name.to_string()),
+                crates: crates.get(),
+                first_of,
+            });
+        })
+        .await;
     if command.is_ok() {
         // Unrecorded, the slot still names this learner, with outputs of no known files: the next
         // learner's grade clears them.
@@ -397,7 +365,7 @@ async fn build_and_run(
     let command = command.map_err(|problem| {
         // A cache removed under a running build makes cargo and rustc fail in ways that look like the
         // learner's errors ("could not write output"): say what really happened.
-        let manifest = toolchain::manifest(chapter.track);
+        let manifest = track.manifest();
         if build_dir.path.join(manifest).exists() && build_dir.target.exists() {
             problem
         } else {

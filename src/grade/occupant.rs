@@ -5,7 +5,7 @@
 //! The next build may read its whole target directory (the dependencies' outputs are there), and the
 //! file names are the same in every slot, so `include_bytes!` of the previous executable would show the
 //! previous learner's compiled loop. So each slot records whose build it holds, and before it builds for
-//! another learner, that learner's outputs are removed ([`super::toolchain::clear_learner_outputs`]):
+//! another learner, that learner's outputs are removed ([`crate::track::clear_learner_outputs`]):
 //! what stays is compiled from the locked packages and the given files only, the same for everyone.
 //!
 //! A learner is a practice directory, or a submitted file in a class (by its path). One exception keeps
@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cache::BuildDir;
-use crate::metadata::{fingerprint, Practice};
+use crate::metadata::fingerprint;
 
 /// Who is graded, and what.
 pub struct Occupant {
@@ -26,20 +26,8 @@ pub struct Occupant {
 }
 
 impl Occupant {
-    pub fn of(practice: &Practice, editable: &[(String, Vec<u8>)]) -> Occupant {
-        // A class grades a submitted file in a practice directory made for it: the file is the learner.
-        let submitted = practice
-            .chapter
-            .editable
-            .first()
-            .and_then(|path| practice.shown_as.get(path));
-        let identity = match submitted {
-            Some(file) => format!("file\0{file}"),
-            None => {
-                let dir = std::fs::canonicalize(&practice.dir).unwrap_or(practice.dir.clone());
-                format!("dir\0{}", dir.display())
-            }
-        };
+    /// The learner `identity` (see [`super::submission::Submission::identity`]), graded on `editable`.
+    pub fn of(identity: &str, editable: &[(String, Vec<u8>)]) -> Occupant {
         let mut files = Vec::new();
         for (path, bytes) in editable {
             files.extend((path.len() as u64).to_le_bytes());

@@ -7,9 +7,7 @@ use std::io;
 use std::path::Path;
 
 use crate::catalog::Chapter;
-use crate::regular_file::{self, Contents};
-
-use super::outcome::{Problem, Unreadable, MAX_EDITABLE_BYTES};
+use crate::outcome::Problem;
 
 /// Writes `bytes` to `path` unless it already holds exactly them. Returns whether it wrote.
 fn sync_file(path: &Path, bytes: &[u8]) -> io::Result<bool> {
@@ -21,67 +19,6 @@ fn sync_file(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     }
     fs::write(path, bytes)?;
     Ok(true)
-}
-
-/// Reads the editable file `rel` of `practice_dir`: `Ok(Err(_))` when it is not a regular file of a
-/// sensible size inside the directory.
-fn read_bounded(
-    practice_dir: &Path,
-    rel: &str,
-    shown: &str,
-) -> io::Result<Result<Vec<u8>, Unreadable>> {
-    Ok(
-        match regular_file::read(practice_dir, rel, MAX_EDITABLE_BYTES)? {
-            Contents::Bytes(bytes) => Ok(bytes),
-            Contents::NotAFile(kind) => Err(Unreadable::NotAFile {
-                path: shown.to_string(),
-                kind,
-            }),
-            Contents::TooLarge(bytes) => Err(Unreadable::TooLarge {
-                path: shown.to_string(),
-                bytes,
-            }),
-            Contents::Link => Err(Unreadable::Link {
-                path: shown.to_string(),
-            }),
-        },
-    )
-}
-
-/// Checks that every editable file that exists can be graded; a missing one is the grade's to report.
-pub fn check_editable(chapter: &Chapter, practice_dir: &Path) -> Result<(), Unreadable> {
-    for path in &chapter.editable {
-        let shown = shown_path(practice_dir, path);
-        if let Ok(Err(unreadable)) = read_bounded(practice_dir, path, &shown) {
-            return Err(unreadable);
-        }
-    }
-    Ok(())
-}
-
-/// The learner's editable files, read once: (path inside the practice directory, bytes).
-pub fn read_editable(
-    chapter: &Chapter,
-    practice_dir: &Path,
-) -> Result<Vec<(String, Vec<u8>)>, Problem> {
-    chapter
-        .editable
-        .iter()
-        .map(|path| {
-            let shown = shown_path(practice_dir, path);
-            match read_bounded(practice_dir, path, &shown) {
-                Ok(Ok(bytes)) => Ok((path.clone(), bytes)),
-                Ok(Err(unreadable)) => Err(Problem::Unreadable(unreadable)),
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    Err(Problem::MissingEditable { path: shown })
-                }
-                Err(e) => Err(Problem::Io {
-                    what: shown,
-                    error: e.to_string(),
-                }),
-            }
-        })
-        .collect()
 }
 
 /// Brings `build_dir` in line with the chapter's given files and the learner's `editable` files.
@@ -132,20 +69,6 @@ mod test_build {
     }
 }
 
-/// `rel` (a `/`-separated path inside the practice directory) as the learner would type it from where they
-/// ran pi-course: plain `src/agent_loop.rs` for the current directory, else `<dir>/src/agent_loop.rs`.
-pub fn shown_path(practice_dir: &Path, rel: &str) -> String {
-    let is_here = practice_dir
-        .components()
-        .all(|c| matches!(c, std::path::Component::CurDir));
-    if is_here {
-        rel.to_string()
-    } else {
-        let dir = practice_dir.to_string_lossy();
-        format!("{}/{rel}", dir.trim_end_matches('/'))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,12 +86,12 @@ mod tests {
         }
         // Brings the build directory in line with the practice directory; returns the files it wrote.
         let sync = || {
-            prepare(
-                chapter,
-                &read_editable(chapter, practice.path()).unwrap(),
-                build.path(),
-            )
-            .unwrap()
+            let editable: Vec<(String, Vec<u8>)> = chapter
+                .editable
+                .iter()
+                .map(|p| (p.clone(), fs::read(practice.path().join(p)).unwrap()))
+                .collect();
+            prepare(chapter, &editable, build.path()).unwrap()
         };
         let n = sync();
         assert_eq!(n, chapter.given_files().len() + chapter.editable.len());
@@ -189,17 +112,5 @@ mod tests {
             given.bytes
         );
         assert_eq!(fs::read(&editable).unwrap(), b"// edited");
-
-        fs::remove_file(practice.path().join(&chapter.editable[0])).unwrap();
-        let err = read_editable(chapter, practice.path()).unwrap_err();
-        assert!(matches!(err, Problem::MissingEditable { .. }), "{err:?}");
-    }
-
-    #[test]
-    fn paths_are_shown_from_where_the_learner_is() {
-        assert_eq!(shown_path(Path::new("."), "src/a.rs"), "src/a.rs");
-        assert_eq!(shown_path(Path::new("./"), "src/a.rs"), "src/a.rs");
-        assert_eq!(shown_path(Path::new("p"), "src/a.rs"), "p/src/a.rs");
-        assert_eq!(shown_path(Path::new("/t/p/"), "src/a.rs"), "/t/p/src/a.rs");
     }
 }

@@ -26,11 +26,11 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::channel::{Orders, Received, Record, TestProcess};
-use super::outcome::{Evidence, Outcome, TestResult};
-use super::test_command::TestCommand;
 use crate::judge::compare;
+use crate::outcome::{Evidence, Outcome, TestResult};
 use crate::process::Captured;
 use crate::sandbox::Sandbox;
+use crate::track::test_command::TestCommand;
 
 /// After this long a running test gives its slot to the next one.
 pub const SLOW: Duration = Duration::from_millis(500);
@@ -367,7 +367,7 @@ impl Runner {
             }
             Some(status) => {
                 steps.push(json!({ "kind": "exit", "detail": format!("{status}") }));
-                super::outcome::ended_without_verdict(
+                crate::outcome::ended_without_verdict(
                     status,
                     began,
                     printed,

@@ -2,9 +2,9 @@
 //! page): what the chapter asked for, step by step, beside what the loop did, with the first divergence
 //! marked. Pure: renders evidence, runs nothing.
 
-use crate::grade::last::Explained;
 use crate::i18n::Lang;
 use crate::judge::compare::{timeline, Row};
+use crate::outcome::Explained;
 use crate::ui::{cut, display_width, pad, Paint};
 
 /// The widest a column gets, so that two fit beside each other on an ordinary terminal.
@@ -82,7 +82,7 @@ pub fn table(rows: &[Row], lang: Lang, paint: Paint) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grade::outcome::Evidence;
+    use crate::outcome::Evidence;
     use serde_json::json;
 
     #[test]

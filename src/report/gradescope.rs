@@ -19,9 +19,9 @@
 use serde::Serialize;
 
 use crate::error::UserError;
-use crate::grade::outcome::{GroupResult, GroupStatus, TestStatus};
-use crate::grade::GradeResult;
 use crate::i18n::Lang;
+use crate::outcome::GradeResult;
+use crate::outcome::{GroupResult, GroupStatus, TestStatus};
 use crate::ui::strip_ansi;
 
 #[derive(Serialize)]
@@ -40,7 +40,7 @@ struct Results<'a> {
 #[derive(Serialize)]
 struct Extra<'a> {
     chapter: &'a str,
-    status: crate::grade::Status,
+    status: crate::outcome::Status,
     max: f64,
     sandbox: &'a crate::sandbox::Protection,
 }

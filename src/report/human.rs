@@ -12,9 +12,9 @@
 use std::fmt::Write as _;
 
 use super::Style;
-use crate::grade::outcome::{format_points, GroupStatus, Problem, TestStatus};
-use crate::grade::GradeResult;
 use crate::i18n::Lang;
+use crate::outcome::GradeResult;
+use crate::outcome::{format_points, GroupStatus, Problem, TestStatus};
 use crate::ui::{cut, pad, Paint};
 
 /// Lines of a failure message shown.
@@ -208,7 +208,7 @@ fn render_verdicts(result: &GradeResult, lang: Lang, style: &Style, detail: Deta
     let elapsed = format!("{:.1}", result.elapsed.as_secs_f64());
     let elapsed = lang.t("grade-elapsed", &[("secs", &elapsed)]);
     let summary = result.summary(lang);
-    let mark = crate::ui::overall_mark(result.status() == crate::grade::Status::Pass, paint);
+    let mark = crate::ui::overall_mark(result.status() == crate::outcome::Status::Pass, paint);
     let summary = format!("{mark} {}", paint.bold(&summary));
     writeln!(
         out,

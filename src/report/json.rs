@@ -23,9 +23,9 @@
 
 use serde::Serialize;
 
-use crate::grade::outcome::{GroupError, GroupStatus, Status, TestStatus};
-use crate::grade::GradeResult;
 use crate::i18n::Lang;
+use crate::outcome::GradeResult;
+use crate::outcome::{GroupError, GroupStatus, Status, TestStatus};
 use crate::ui::strip_ansi;
 
 #[derive(Serialize)]

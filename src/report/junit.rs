@@ -8,16 +8,16 @@
 //! of the whole report follow from its test cases. Every text goes through [`xml_text`] first: a panic
 //! message may hold any character, and XML 1.0 cannot hold control characters, U+FFFE or U+FFFF (one
 //! such character makes the whole report unreadable to a CI system). Messages are those every report
-//! shows, bounded per test and per learner (`grade::bounds`); a failure's `message` attribute is its
+//! shows, bounded per test and per learner (`outcome::bounds`); a failure's `message` attribute is its
 //! first line, cut to [`FIRST_LINE_CHARS`].
 
 use std::borrow::Cow;
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::grade::outcome::{format_points, TestStatus};
-use crate::grade::GradeResult;
 use crate::i18n::Lang;
+use crate::outcome::GradeResult;
+use crate::outcome::{format_points, TestStatus};
 use crate::ui::strip_ansi;
 
 /// The most characters of a failure's first line that its `message` attribute holds (the whole message

@@ -1,4 +1,4 @@
-//! Renders one [`GradeResult`](crate::grade::GradeResult) three ways: for a person ([`human`]), for a
+//! Renders one [`GradeResult`](crate::outcome::GradeResult) three ways: for a person ([`human`]), for a
 //! program ([`json`]) and for CI ([`junit`]); plus the progress spinner shown while grading.
 
 pub mod explain;
@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::catalog::Group;
-use crate::grade::Stage;
 use crate::i18n::Lang;
+use crate::outcome::Stage;
 
 /// The output format on stdout (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -15,20 +15,18 @@ mod term;
 
 use std::cell::RefCell;
 use std::future::Future;
-use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::io::Write;
 use std::pin::Pin;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::time::{Instant, MissedTickBehavior};
 
-use crate::catalog::Catalog;
-use crate::error::{Result, UserError};
-use crate::grade::{self, GradeOptions, GradeResult, Stage};
+use crate::grade::{self, GradeOptions};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
+use crate::outcome::GradeResult;
+use crate::outcome::Stage;
 use crate::process;
 
 use changes::Changes;
@@ -39,29 +37,6 @@ use term::{Key, RawMode};
 const DEBOUNCE: Duration = Duration::from_millis(100);
 /// How often the spinner moves.
 const SPIN: Duration = Duration::from_millis(100);
-
-pub fn run(
-    catalog: &Catalog,
-    lang: Lang,
-    dir: PathBuf,
-    poll: bool,
-    limits: grade::Limits,
-) -> Result<ExitCode> {
-    let practice = Practice::open(catalog, lang, &dir)?;
-    let mut opts = GradeOptions::from_args(&limits, lang)?;
-    let tty = std::io::stdout().is_terminal();
-    opts.color = crate::ui::color_on(tty);
-
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| UserError::new(e.to_string()))?;
-    let code = runtime.block_on(watch(&practice, lang, &opts, poll, tty));
-    // A grade cancelled while it waited for the build directory's lock leaves a blocking thread behind;
-    // do not wait for it.
-    runtime.shutdown_timeout(Duration::from_millis(500));
-    Ok(ExitCode::from(code))
-}
 
 type Grading<'a> = Pin<Box<dyn Future<Output = GradeResult> + 'a>>;
 
@@ -140,7 +115,15 @@ impl<'a> Fixed<'a> {
     }
 }
 
-async fn watch(practice: &Practice, lang: Lang, opts: &GradeOptions, poll: bool, tty: bool) -> u8 {
+/// Grades `practice` now, then again each time an editable file is saved, until the learner stops it;
+/// returns the exit status. `tty`: standard output is a terminal.
+pub async fn watch(
+    practice: &Practice,
+    lang: Lang,
+    opts: &GradeOptions,
+    poll: bool,
+    tty: bool,
+) -> u8 {
     let chapter = &practice.chapter;
     let groups = chapter.groups.clone();
     let mut changes = Changes::start(&practice.dir, &chapter.editable, poll);
@@ -154,7 +137,10 @@ async fn watch(practice: &Practice, lang: Lang, opts: &GradeOptions, poll: bool,
     let progress = |s: Stage| *stage.borrow_mut() = Some(s);
     let start = || -> Grading<'_> {
         *stage.borrow_mut() = None;
-        Box::pin(grade::grade(practice, &groups, opts, &progress))
+        // Each grade reads the directory afresh, once, as it saw it when it started.
+        let submission = grade::Submission::read(practice.clone());
+        let (groups, progress) = (&groups, &progress);
+        Box::pin(async move { grade::grade(&submission, groups, opts, progress).await })
     };
 
     let mut state = State {

@@ -21,9 +21,10 @@
 //! rewritten (see [`STATUS_ROW`]), so the rest of the screen does not flicker.
 
 use crate::catalog::{Chapter, Group};
-use crate::grade::outcome::{GroupResult, GroupStatus, Problem, TestStatus};
-use crate::grade::{GradeResult, Stage, Status};
 use crate::i18n::Lang;
+use crate::outcome::Stage;
+use crate::outcome::{GradeResult, Status};
+use crate::outcome::{GroupResult, GroupStatus, Problem, TestStatus};
 use crate::report::{stage_text, title_width};
 use crate::ui::{display_width, pad, strip_ansi, verdict_mark, wrap, Paint, FRAMES};
 
@@ -364,11 +365,11 @@ fn next_step(view: &View<'_>) -> String {
 }
 
 /// The first test of `result` that did not pass, with what it expected and got.
-fn first_explained(result: &GradeResult, lang: Lang) -> Option<crate::grade::last::Explained> {
+fn first_explained(result: &GradeResult, lang: Lang) -> Option<crate::outcome::Explained> {
     result.groups.iter().find_map(|g| {
         g.tests.iter().find_map(|t| {
             let evidence = t.evidence.as_ref()?;
-            Some(crate::grade::last::Explained {
+            Some(crate::outcome::Explained {
                 name: t.name.clone(),
                 lab: g.group.lab.clone(),
                 message: t.message(lang).unwrap_or_default(),
@@ -417,7 +418,7 @@ fn truncate(line: &str, width: usize) -> String {
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
-    use crate::grade::outcome::{Outcome, TestResult};
+    use crate::outcome::{Outcome, TestResult};
     use std::time::Duration;
 
     fn result(chapter: &Chapter, passing: &[&str]) -> GradeResult {
@@ -509,7 +510,7 @@ mod tests {
             {"after": [], "match": {"kind": "request", "n": 1}, "rule": "r"},
         ]}], "rules": {}});
         let trace = vec![serde_json::json!({"kind": "hang"})];
-        let evidence = crate::grade::outcome::Evidence { expected, trace };
+        let evidence = crate::outcome::Evidence { expected, trace };
         r.groups[1].tests[0].evidence = Some(std::sync::Arc::new(evidence));
         let mut v = view(ch, Some(&r), Lang::En);
         let closed = render(&v, None, 0, 100, 60).join("\n");

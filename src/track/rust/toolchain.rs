@@ -26,7 +26,7 @@ use std::sync::Mutex;
 use tokio::process::{Child, Command};
 use tokio::sync::OnceCell;
 
-use super::outcome::Problem;
+use crate::outcome::Problem;
 
 /// A toolchain, by what it reported.
 #[derive(Debug, Clone)]

@@ -1,12 +1,14 @@
 //! The verdicts: per test, per group, per grade. Plain values, rendered by `report`.
 
+pub mod bounds;
+
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::bounds::{self, Bound};
 use crate::catalog::Group;
 use crate::i18n::Lang;
+use bounds::Bound;
 
 /// How one test ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +131,7 @@ impl TestResult {
     /// saying so); `None` for a pass. A report shows a learner's messages through
     /// [`GradeResult::test_messages`], which bounds them all together too.
     ///
-    /// [`TEST_MESSAGE_BYTES`]: super::bounds::TEST_MESSAGE_BYTES
+    /// [`TEST_MESSAGE_BYTES`]: bounds::TEST_MESSAGE_BYTES
     pub fn message(&self, lang: Lang) -> Option<String> {
         let message = self.full_message(lang)?;
         Some(bounds::cut(
@@ -583,6 +585,42 @@ impl Unreadable {
             Unreadable::Link { path } => lang.t("grade-editable-link", &[("path", path)]),
         }
     }
+}
+
+/// Where a grade is, for progress displays.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stage {
+    /// Another grade holds the build directory; waiting for it.
+    Waiting,
+    Preparing,
+    /// cargo is building; the crate it just finished, and how many so far. `first_of` is the number of
+    /// crates to compile when this build slot has never built (a first grade compiles the dependencies).
+    Building {
+        last_crate: Option<String>,
+        crates: usize,
+        first_of: Option<usize>,
+    },
+    Listing,
+    Running {
+        done: usize,
+        total: usize,
+    },
+    Done,
+}
+
+/// A test that did not pass, as the last grade kept it for `pi-course explain` (`grade::last`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Explained {
+    pub name: String,
+    pub lab: String,
+    /// In the grade's language.
+    pub message: String,
+    /// The message in every language, by code (`zh`, `en`): `explain --lang` may ask for another
+    /// language than the grade's. Absent from files written before it existed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub messages: std::collections::BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub evidence: Evidence,
 }
 
 #[cfg(test)]

@@ -6,9 +6,10 @@ use std::process::ExitCode;
 
 use crate::catalog::Catalog;
 use crate::error::{Result, UserError};
-use crate::grade::last::{self, Explained};
+use crate::grade::last;
 use crate::i18n::Lang;
 use crate::metadata::Practice;
+use crate::outcome::Explained;
 use crate::report::Style;
 use crate::ui::Paint;
 

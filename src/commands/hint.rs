@@ -7,8 +7,7 @@ use std::process::ExitCode;
 
 use crate::catalog::{Catalog, Chapter, Group};
 use crate::error::{Result, UserError};
-use crate::grade::last::{self, LabVerdict, LastGrade};
-use crate::grade::outcome::GroupStatus;
+use crate::grade::last::{self, LabVerdict};
 use crate::i18n::Lang;
 use crate::metadata::Practice;
 use crate::report::Style;
@@ -31,7 +30,7 @@ pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf, lab: Option<String>) -> 
                 println!("{}\n", lang.t("hint-no-grade-yet", &[]));
                 &chapter.groups[0]
             }
-            Some(last) => match first_not_passing(chapter, last) {
+            Some(last) => match last.first_not_passing(chapter) {
                 Some(g) => g,
                 None => {
                     println!("{}", paint.green(&lang.t("hint-all-passed", &[])));
@@ -71,19 +70,6 @@ fn resolve(
         // Not in a practice directory either: say what is wrong with the argument as a directory.
         Err(_) => Err(Practice::open(catalog, lang, &dir).expect_err("not a directory")),
     }
-}
-
-/// The first Lab, in chapter order, whose last verdict is not a pass (or that was never graded).
-pub fn first_not_passing<'a>(chapter: &'a Chapter, last: &LastGrade) -> Option<&'a Group> {
-    crate::catalog::lab_to_work_on(
-        &chapter.groups,
-        |g| g.optional,
-        |g| {
-            last.labs
-                .get(&g.lab)
-                .is_some_and(|v| v.status == GroupStatus::Pass)
-        },
-    )
 }
 
 fn render(
@@ -150,57 +136,4 @@ fn unknown_lab(chapter: &Chapter, lang: Lang, query: &str) -> UserError {
         lang.t("hint-valid-labs", &[]),
         chapter.group_lines(lang)
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeMap;
-
-    fn last(verdicts: &[(&str, GroupStatus)]) -> LastGrade {
-        LastGrade {
-            version: 1,
-            labs: verdicts
-                .iter()
-                .map(|(lab, status)| {
-                    let v = LabVerdict {
-                        slug: String::new(),
-                        status: *status,
-                        passed: 0,
-                        total: 1,
-                        time: 0,
-                    };
-                    (lab.to_string(), v)
-                })
-                .collect::<BTreeMap<_, _>>(),
-            unbuilt: None,
-        }
-    }
-
-    #[test]
-    fn the_first_lab_not_passing_required_ones_first() {
-        let ch = &Catalog::chapter_07();
-        let pass = GroupStatus::Pass;
-        let lab = |l: &LastGrade| first_not_passing(ch, l).map(|g| g.lab.clone());
-        assert_eq!(lab(&last(&[])).as_deref(), Some("7.1"));
-        assert_eq!(
-            lab(&last(&[("7.1", pass), ("7.2", GroupStatus::Fail)])).as_deref(),
-            Some("7.2")
-        );
-        // A Lab never graded (only some groups were) counts as not passing.
-        assert_eq!(
-            lab(&last(&[("7.1", pass), ("7.3", pass)])).as_deref(),
-            Some("7.2")
-        );
-        let required: Vec<(&str, GroupStatus)> = ch
-            .groups
-            .iter()
-            .filter(|g| !g.optional)
-            .map(|g| (g.lab.as_str(), pass))
-            .collect();
-        assert_eq!(lab(&last(&required)).as_deref(), Some("7.6"));
-        let mut all = required.clone();
-        all.push(("7.6", pass));
-        assert_eq!(lab(&last(&all)), None);
-    }
 }

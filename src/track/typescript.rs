@@ -20,11 +20,31 @@ use std::sync::OnceLock;
 
 use tokio::process::Command;
 
-use super::build::BuildRequest;
-use super::outcome::Problem;
 use super::test_command::TestCommand;
+use super::{Adapter, BuildRequest, Step};
+use crate::outcome::Problem;
 use crate::process;
 use crate::sandbox::BuildPaths;
+
+pub struct TypeScript;
+
+impl Adapter for TypeScript {
+    fn clear_learner_outputs<'a>(&'a self, req: &'a BuildRequest<'a>) -> Step<'a, ()> {
+        Box::pin(std::future::ready(clear_learner_outputs(req)))
+    }
+
+    fn build<'a>(
+        &'a self,
+        req: &'a BuildRequest<'a>,
+        on_step: &'a dyn Fn(&str),
+    ) -> Step<'a, TestCommand> {
+        Box::pin(build(req, on_step))
+    }
+
+    fn manifest(&self) -> &'static str {
+        "package.json"
+    }
+}
 
 /// System files node reads at every start: OpenSSL's configuration (refused, node does not start).
 const NODE_READS: &[&str] = &["/etc/ssl/openssl.cnf"];
@@ -103,7 +123,7 @@ pub async fn build(req: &BuildRequest<'_>, on_step: &dyn Fn(&str)) -> Result<Tes
     Ok(test_command(req, &node))
 }
 
-/// Removes what the last build compiled (see [`super::occupant`]): `dist/`, where tsc also keeps its
+/// Removes what the last build compiled (see [`crate::grade::occupant`]): `dist/`, where tsc also keeps its
 /// incremental record, and any such record beside it.
 pub fn clear_learner_outputs(req: &BuildRequest<'_>) -> Result<(), Problem> {
     let io = |path: &Path, e: std::io::Error| Problem::Io {
@@ -268,7 +288,7 @@ async fn compile(
         what: "tsc".into(),
         error: e.to_string(),
     };
-    let (child, group) = super::build::spawn_confined(req, &mut cmd, &paths, "tsc")?;
+    let (child, group) = super::spawn_confined(req, &mut cmd, &paths, "tsc")?;
     let out = match tokio::time::timeout_at(deadline, child.wait_with_output()).await {
         Ok(out) => out.map_err(io_problem)?,
         Err(_) => {

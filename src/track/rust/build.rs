@@ -6,32 +6,16 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
 
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-use super::outcome::Problem;
-use super::rust_toolchain::{self, Toolchain};
+use super::toolchain::{self, Toolchain};
+use crate::outcome::Problem;
 use crate::process;
-use crate::sandbox::{BuildPaths, Sandbox};
-
-pub struct BuildRequest<'a> {
-    /// The cache root (where the TypeScript track installs its dependencies).
-    pub cache: &'a Path,
-    pub build_dir: &'a Path,
-    pub target_dir: &'a Path,
-    pub test_target: &'a str,
-    /// Render diagnostics with ANSI colors.
-    pub color: bool,
-    /// `(path in the build directory, path to show)` for each editable file.
-    pub renames: Vec<(String, String)>,
-    /// Confines cargo and rustc.
-    pub sandbox: &'a Sandbox,
-    /// The build is stopped after this long.
-    pub timeout: Duration,
-}
+use crate::sandbox::BuildPaths;
+use crate::track::{spawn_confined, BuildRequest};
 
 /// The built test executable.
 #[derive(Debug)]
@@ -98,7 +82,7 @@ fn cargo(cargo: &Path, subcommand: &str, build_dir: &Path) -> Command {
 /// The packages the build needs are fetched first, outside the sandbox (the manifest and lock file are
 /// the pristine given ones); the build itself runs confined and offline, and is stopped at the timeout.
 pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Built, Problem> {
-    let toolchain = rust_toolchain::find().await?;
+    let toolchain = toolchain::find().await?;
     fetch(req, &toolchain).await?;
     let deadline = tokio::time::Instant::now() + req.timeout;
     let paths = build_paths(req, &toolchain)?;
@@ -117,14 +101,13 @@ pub async fn build(req: &BuildRequest<'_>, on_crate: &dyn Fn(&str)) -> Result<Bu
     }
 }
 
-/// What the confined build may touch (see [`rust_toolchain`]): the toolchain, the cache's cargo home and
+/// What the confined build may touch (see [`toolchain`]): the toolchain, the cache's cargo home and
 /// the packages it links to, the slot and its target directory.
 fn build_paths(req: &BuildRequest<'_>, toolchain: &Toolchain) -> Result<BuildPaths, Problem> {
-    let (cargo_home, packages) =
-        rust_toolchain::cargo_home(req.cache).map_err(|e| Problem::Io {
-            what: req.cache.join("cargo-home").display().to_string(),
-            error: e.to_string(),
-        })?;
+    let (cargo_home, packages) = toolchain::cargo_home(req.cache).map_err(|e| Problem::Io {
+        what: req.cache.join("cargo-home").display().to_string(),
+        error: e.to_string(),
+    })?;
     Ok(BuildPaths {
         package: req.build_dir.to_path_buf(),
         target: req.target_dir.to_path_buf(),
@@ -172,7 +155,7 @@ async fn fetch(req: &BuildRequest<'_>, toolchain: &Toolchain) -> Result<(), Prob
         })
 }
 
-/// Removes what the last build made of the practice crate (see [`super::occupant`]): `cargo clean -p`
+/// Removes what the last build made of the practice crate (see [`crate::grade::occupant`]): `cargo clean -p`
 /// knows where cargo keeps each of its outputs (the library, the test executable, incremental data,
 /// fingerprints, dependency files), whatever its version; the dependencies' outputs stay. Confined like
 /// the build.
@@ -180,7 +163,7 @@ pub async fn clear_learner_outputs(req: &BuildRequest<'_>) -> Result<(), Problem
     if !crate::cache::is_built(req.target_dir) {
         return Ok(());
     }
-    let toolchain = rust_toolchain::find().await?;
+    let toolchain = toolchain::find().await?;
     let package = manifest_package(req.build_dir)?;
     let paths = build_paths(req, &toolchain)?;
     let mut cmd = cargo(&toolchain.cargo, "clean", req.build_dir);
@@ -293,7 +276,7 @@ async fn compile(
                             }
                             // A report shows only so much of it (`bounds::PROBLEM_BYTES`): the rest
                             // is counted, not kept.
-                            if kept < super::bounds::PROBLEM_BYTES {
+                            if kept < crate::outcome::bounds::PROBLEM_BYTES {
                                 kept += d.rendered.as_ref().map_or(0, String::len);
                                 errors.extend(d.rendered);
                             }
@@ -331,22 +314,6 @@ async fn compile(
             output: cargo_output(&stderr),
         }),
     }
-}
-
-/// Starts a build command (`what` names it in errors) confined by the sandbox to `paths`, in its own
-/// process group.
-pub fn spawn_confined(
-    req: &BuildRequest<'_>,
-    cmd: &mut Command,
-    paths: &BuildPaths,
-    what: &str,
-) -> Result<(tokio::process::Child, process::ProcessGroup), Problem> {
-    let io_problem = |e: std::io::Error| Problem::Io {
-        what: what.into(),
-        error: e.to_string(),
-    };
-    req.sandbox.confine_build(cmd, paths).map_err(io_problem)?;
-    process::spawn(cmd).map_err(io_problem)
 }
 
 /// The file beside the target directory's executables that records the identity of the last one built.

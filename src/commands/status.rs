@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use crate::catalog::{Catalog, Chapter};
 use crate::error::Result;
 use crate::grade::last;
-use crate::grade::outcome::GroupStatus;
 use crate::i18n::Lang;
 use crate::metadata::Practice;
+use crate::outcome::GroupStatus;
 use crate::practice::free_sibling;
 use crate::report::{title_width, Style};
 use crate::time::ago;
@@ -138,7 +138,7 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
     line("");
 
     if let Some(last) = &last {
-        match crate::hint::first_not_passing(ch, last) {
+        match last.first_not_passing(ch) {
             Some(g) => line(&paint.bold(&lang.t(
                 "status-next",
                 &[("lab", &g.lab), ("name", &g.name.get(lang))],
