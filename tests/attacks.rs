@@ -723,48 +723,6 @@ fn a_linked_loop_or_source_directory_is_bad_input_and_never_read() {
     );
 }
 
-/// Runs `command` to its end while sampling its peak memory (`VmHWM`, in KiB, which only grows): the
-/// largest value read is a lower bound of the process's peak.
-fn output_and_peak_kib(mut command: std::process::Command) -> (std::process::Output, u64) {
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let stdout = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        out.read_to_end(&mut v).unwrap();
-        v
-    });
-    let stderr = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        err.read_to_end(&mut v).unwrap();
-        v
-    });
-    let status_file = format!("/proc/{}/status", child.id());
-    let mut peak = 0;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        let hwm = fs::read_to_string(&status_file).unwrap_or_default();
-        let kib = hwm
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0);
-        peak = peak.max(kib);
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let output = std::process::Output {
-        status,
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    };
-    (output, peak)
-}
-
 #[test]
 fn huge_panic_messages_and_floods_of_output_give_bounded_reports() {
     let (tmp, dir) = practice();
@@ -831,6 +789,73 @@ fn huge_panic_messages_and_floods_of_output_give_bounded_reports() {
     roxmltree::Document::parse(&fs::read_to_string(&junit).unwrap()).unwrap();
     // The grader never held the messages whole (36 of 8 MiB are 288 MiB).
     assert!(peak_kib < 150 << 10, "the grader reached {peak_kib} KiB");
+}
+
+/// A loop that emits a million progress events, and one that emits a 50 MB payload, before it does
+/// anything else: the driver records every one, and the grader must still come to a clear verdict
+/// while holding no more than its bounds (4,000 steps, 4 MiB, 64 KiB per string).
+const MILLION_EVENTS: &str = r#"for _ in 0..1_000_000 { (options.on_event)(LoopEvent::ToolProgress { call_id: "MILLION-EVENTS".into(), content: Vec::new() }); }"#;
+const HUGE_PAYLOAD: &str = r#"(options.on_event)(LoopEvent::ToolProgress { call_id: format!("HUGE-PAYLOAD{}", "x".repeat(50_000_000)), content: Vec::new() });"#;
+
+#[test]
+fn a_million_events_or_a_50_mb_payload_get_a_clear_verdict_and_a_small_grader() {
+    let (_tmp, dir) = practice();
+    for (attack, statement) in [
+        ("MILLION-EVENTS", MILLION_EVENTS),
+        ("HUGE-PAYLOAD", HUGE_PAYLOAD),
+    ] {
+        write_loop(&dir, &solution_starting_with(statement));
+        let mut command = pi_course(&dir);
+        command.args([
+            "grade",
+            ".",
+            "--format",
+            "json",
+            "--lang",
+            "en",
+            "--group",
+            "7.1",
+            "--timeout",
+            "60",
+        ]);
+        let (out, peak_kib) = output_and_peak_kib(command);
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{attack}: one JSON document ({e}): {}", describe(&out)));
+        assert_schema(&report);
+        if !sandboxed(&report) {
+            return;
+        }
+        // The attack ran: its first event is the step where every test with an event sink left the
+        // rules (a run without one drops the events, as the chapter's default sink does, and passes).
+        let tests = report_tests(&report);
+        let failed: Vec<&Value> = tests
+            .iter()
+            .map(|(_, t)| *t)
+            .filter(|t| t["status"] != "pass")
+            .collect();
+        assert!(failed.len() * 2 > tests.len(), "{attack}: {report:#}");
+        assert_eq!(report["status"], "fail", "{attack}: {report:#}");
+        for test in failed {
+            assert_eq!(test["status"], "fail", "{attack}: {test:.600}");
+            let message = test["message"].as_str().unwrap_or_default();
+            assert!(
+                message.starts_with("step 1 left the chapter's rules")
+                    && (message.contains(&format!("happened: tool_progress({attack}"))
+                        // A driver may record a step past its own bound as the trace's overflow, or
+                        // judge a loop that spends a second building one event hung. The reference
+                        // passes every test, so any failure at step 1 is the attack's.
+                        || (attack == "HUGE-PAYLOAD"
+                            && (message.contains("happened: overflow")
+                                || message.contains("happened: hang")))),
+                "{attack}: {message:.600}"
+            );
+        }
+        eprintln!("{attack}: grader peak ≥ {peak_kib} KiB");
+        assert!(
+            peak_kib < 150 << 10,
+            "{attack}: the grader reached {peak_kib} KiB"
+        );
+    }
 }
 
 #[test]

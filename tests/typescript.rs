@@ -843,3 +843,75 @@ fn hint_and_status_speak_of_the_typescript_track() {
         "{text}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Bounded traces
+// ---------------------------------------------------------------------------------------------------
+
+/// As in the Rust track (`tests/attacks.rs`): a loop that emits a million progress events, and one that
+/// emits a 50 MB payload, before anything else. The driver records every one; the grader still comes to
+/// a clear verdict within its bounds (4,000 steps, 4 MiB, 64 KiB per string).
+#[test]
+fn a_million_events_or_a_50_mb_payload_get_a_clear_verdict_and_a_small_grader() {
+    let (_tmp, dir) = practice_ts();
+    for (attack, statement) in [
+        (
+            "MILLION-EVENTS",
+            r#"for (let i = 0; i < 1_000_000; i++) options.onEvent?.({ type: "tool_progress", toolCallId: "MILLION-EVENTS", content: [] });"#,
+        ),
+        (
+            "HUGE-PAYLOAD",
+            r#"options.onEvent?.({ type: "tool_progress", toolCallId: "HUGE-PAYLOAD" + "x".repeat(50_000_000), content: [] });"#,
+        ),
+    ] {
+        write_ts_loop(&dir, &ts_starting_with(&ts_solution(), statement));
+        let mut command = pi_course(&dir);
+        command.args([
+            "grade",
+            ".",
+            "--format",
+            "json",
+            "--lang",
+            "en",
+            "--group",
+            "7.1",
+            "--timeout",
+            "60",
+        ]);
+        let (out, peak_kib) = output_and_peak_kib(command);
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{attack}: one JSON document ({e}): {}", describe(&out)));
+        assert_schema(&report);
+        assert_eq!(report["status"], "fail", "{attack}: {report:#}");
+        // The attack ran: its first event is the step where every test with an event sink left the
+        // rules (a run without one drops the events, as the chapter's default sink does, and passes).
+        let tests = report_tests(&report);
+        let failed: Vec<&Value> = tests
+            .iter()
+            .map(|(_, t)| *t)
+            .filter(|t| t["status"] != "pass")
+            .collect();
+        assert!(failed.len() * 2 > tests.len(), "{attack}: {report:#}");
+        assert_eq!(report["status"], "fail", "{attack}: {report:#}");
+        for test in failed {
+            assert_eq!(test["status"], "fail", "{attack}: {test:.600}");
+            let message = test["message"].as_str().unwrap_or_default();
+            assert!(
+                message.starts_with("step 1 left the chapter's rules")
+                    && (message.contains(&format!("happened: tool_progress({attack}"))
+                        // A driver may record a step past its own bound as the trace's overflow, or
+                        // judge a loop that spends a second building one event hung. The reference
+                        // passes every test, so any failure at step 1 is the attack's.
+                        || (attack == "HUGE-PAYLOAD"
+                            && (message.contains("happened: overflow")
+                                || message.contains("happened: hang")))),
+                "{attack}: {message:.600}"
+            );
+        }
+        eprintln!("{attack}: grader peak ≥ {peak_kib} KiB");
+        assert!(
+            peak_kib < 150 << 10,
+            "{attack}: the grader reached {peak_kib} KiB"
+        );
+    }
+}

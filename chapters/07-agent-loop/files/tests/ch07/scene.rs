@@ -100,6 +100,10 @@ impl Scene {
 
     /// The event sink's work: the event step, then a look at the caller's context.
     pub fn on_event(&self, event: &LoopEvent) {
+        // Past the trace's end (an overflow, say) an event is noise: it costs the run nothing.
+        if !self.trace.is_open() {
+            return;
+        }
         self.record(json!({"kind": "event", "event": wire::loop_event(event)}));
         self.check_caller();
     }

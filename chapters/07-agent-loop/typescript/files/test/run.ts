@@ -74,6 +74,8 @@ export async function drive(
   if (instance.max_steps !== null) options.maxSteps = instance.max_steps;
   if (instance.on_event) {
     options.onEvent = (event) => {
+      // 轨迹结束后（例如超出上限）事件只是噪声，不再花时间。/ Past the trace's end an event costs nothing.
+      if (trace.isClosed) return;
       trace.record({ kind: "event", event: loopEvent(plain(event)) });
       caller.check();
     };
