@@ -316,7 +316,9 @@ fn passing_lines_and_an_exit_at_import_forge_nothing() {
     // Without the prelude: the attack stays the skeleton's closest version, so the grade puts it in the
     // build slot the skeleton listed.
     write_ts_loop(&dir, &format!("{}{top}\n", ts_skeleton()));
-    let (code, report) = grade_json_in(cache.path(), &dir, &[]);
+    // A generous timeout: the attack ends its process in every test, so each test starts a process of its
+    // own, which a loaded machine must not turn into a timeout.
+    let (code, report) = grade_json_in(cache.path(), &dir, &["--timeout", "30"]);
     assert_eq!(code, 1, "{report:#}");
     assert_built(&report);
     assert_nothing_passed(&report);
@@ -343,7 +345,9 @@ fn an_exit_as_the_module_loads_leaves_the_list_whole() {
     let (_tmp, dir) = practice_ts();
     let top = "import * as attackFs from \"node:fs\";\nattackFs.writeSync(1, \"ATTACK-RAN[listing]\\n\");\nprocess.exit(0);";
     write_ts_loop(&dir, &format!("{}{top}\n", ts_skeleton()));
-    let (code, report) = grade_json_in(cache.path(), &dir, &["--lang", "en"]);
+    // A generous timeout: the attack ends its process in every test, so each test starts a process of its
+    // own, which a loaded machine must not turn into a timeout.
+    let (code, report) = grade_json_in(cache.path(), &dir, &["--lang", "en", "--timeout", "30"]);
     if !sandboxed(&report) {
         return;
     }
@@ -373,7 +377,9 @@ fn passing_lines_and_an_exit_inside_the_loop_forge_nothing() {
         &dir,
         &on_skeleton("import * as attackFs from \"node:fs\";", &first),
     );
-    let (code, report) = grade_json(&dir, &[]);
+    // A generous timeout: the attack ends its process in every test, so each test starts a process of its
+    // own, which a loaded machine must not turn into a timeout.
+    let (code, report) = grade_json(&dir, &["--timeout", "30"]);
     if !sandboxed(&report) {
         return;
     }
