@@ -4,8 +4,10 @@
 //!
 //! Each attack proves that its code ran. An attack that runs inside `runAgentLoop` collects what each of
 //! its attempts did in `STATE` and then either throws `ATTACK-RAN[<STATE>]` (the skeleton-based ones:
-//! every test fails with it) or sends it as the request's system prompt (the reference-based ones: the
-//! plain-stop test that compares the prompt fails with it, unless the attack forged that comparison).
+//! every test's trace ends with it, a `panic` step) or sends a digest of it as the system prompt of every
+//! request (the reference-based ones: every plain-stop test fails at its request step, unless the attack
+//! forged what the driver records). The grader's messages quote a step only in part, so these are read
+//! whole from the last grade's evidence (`.pi-course/last-traces.json`: each failing test's trace).
 //! An attempt the grade stopped says `refused (…)` or `kept`; one that got through says `CHANGED`,
 //! `ESCAPED` or what it read.
 //!
@@ -31,6 +33,8 @@ use support::*;
 const PRELUDE: &str = r#"
 // ---- attack ----
 let STATE = "";
+// The caller's system prompt, kept by a reference-based attack as its run starts.
+let REAL_PROMPT: unknown = undefined;
 let TRIED = 0;
 let REFUSED = 0;
 const THROUGH: string[] = [];
@@ -87,15 +91,16 @@ fn on_skeleton(top: &str, first: &str) -> String {
 }
 
 /// The reference with `top` at module level and `first` run first thing in `runAgentLoop`, which then
-/// sends `ATTACK-RAN[tried N; through: …]` as the system prompt: the test comparing the prompt must fail
-/// with it. (The digest, not the whole record: a test shows at most 400 characters of a string.)
+/// sends `ATTACK-RAN[tried N; refused M; through: …]` as the system prompt of every request: each
+/// plain-stop test must fail with it (see [`prompt_problem`]). The caller's real prompt is kept in
+/// `REAL_PROMPT` first, for the forgeries that would put it back where the driver records the request.
 fn on_reference(top: &str, first: &str) -> String {
     let line = "systemPrompt: options.context.systemPrompt,";
     let reference = ts_solution();
     assert_eq!(reference.matches(line).count(), 1);
     let code = ts_starting_with(
         &reference.replacen(line, "systemPrompt: \"ATTACK-RAN[\" + digest() + \"]\",", 1),
-        first,
+        &format!("REAL_PROMPT = options.context.systemPrompt;\n  {first}"),
     );
     format!("{code}{PRELUDE}{top}\n")
 }
@@ -139,68 +144,113 @@ fn assert_required_fail(report: &Value) {
     }
 }
 
-/// What the attack recorded, from the first message holding `ATTACK-RAN[…]`. Panics if none does: the
-/// attack's code did not run, and the test would prove nothing.
-fn state(report: &Value) -> String {
-    report_tests(report)
+/// The last grade's evidence (`.pi-course/last-traces.json`): each failing test's entry, with the trace
+/// its driver recorded whole (a report's message quotes only the start of a step).
+fn evidence(dir: &Path) -> Vec<Value> {
+    let path = dir.join(".pi-course/last-traces.json");
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let last: Value = serde_json::from_str(&text).unwrap();
+    last["tests"].as_array().unwrap().clone()
+}
+
+/// The steps of `kind` in the traces of the evidence's tests that `keep` accepts, test by test in order.
+fn steps_of(dir: &Path, kind: &str, keep: impl Fn(&Value) -> bool) -> Vec<Value> {
+    evidence(dir)
         .into_iter()
-        .find_map(|(_, test)| state_in(test["message"].as_str()?))
-        .unwrap_or_else(|| panic!("no message shows the attack ran: {report:#}"))
+        .filter(|test| keep(test))
+        .flat_map(|test| test["trace"].as_array().unwrap().clone())
+        .filter(|step| step["kind"] == kind)
+        .collect()
 }
 
-/// The record in one message: `ATTACK-RAN[<record>]`, thrown (the error's message ends the line) or shown
-/// as a value (the quoted string ends the message).
-fn state_in(message: &str) -> Option<String> {
-    let start = message.find("ATTACK-RAN[")? + "ATTACK-RAN[".len();
-    let rest = &message[start..];
-    let end = rest
-        .find("]\n")
-        .or_else(|| rest.rfind(']'))
-        .unwrap_or(rest.len());
-    Some(rest[..end].to_string())
+/// What the attack recorded: the first thrown `ATTACK-RAN[<record>]`, whole, from the `panic` steps of the
+/// last grade's evidence. Panics if none holds one: the attack's code did not run, and the test would
+/// prove nothing.
+fn state(dir: &Path) -> String {
+    let panics = steps_of(dir, "panic", |_| true);
+    panics
+        .iter()
+        .find_map(|step| marked(step["message"].as_str()?))
+        .unwrap_or_else(|| panic!("no panic step shows the attack ran: {panics:#?}"))
 }
 
-/// The plain-stop test that compares the request's system prompt: a reference-based attack fails it.
-fn prompt_test(report: &Value) -> &Value {
-    report_tests(report)
-        .into_iter()
-        .map(|(_, t)| t)
-        .find(|t| {
-            t["name"]
-                .as_str()
-                .unwrap()
-                .contains("the request holds the system prompt")
-        })
-        .unwrap_or_else(|| panic!("no system prompt test: {report:#}"))
+/// The record in a text that is `ATTACK-RAN[<record>]` and nothing else.
+fn marked(text: &str) -> Option<String> {
+    Some(
+        text.strip_prefix("ATTACK-RAN[")?
+            .strip_suffix(']')?
+            .to_string(),
+    )
 }
 
-/// For a reference-based attack that made `attempts` attempts: what went wrong, if the prompt was forged
-/// (plain-stop passed although the loop sent a wrong one) or an attempt got through or never ran.
-fn prompt_problem(report: &Value, what: &str, attempts: usize) -> Option<String> {
+/// A digest `tried N; refused M; through: …` as (N, M).
+fn counts(digest: &str) -> (usize, usize) {
+    let numbers: Vec<usize> = digest
+        .split(';')
+        .take(2)
+        .map(|part| part.split_whitespace().last().unwrap().parse().unwrap())
+        .collect();
+    (numbers[0], numbers[1])
+}
+
+/// For a reference-based attack that made `attempts` attempts: what went wrong, if the prompt
+/// was forged (a plain-stop test passed although the loop sent a wrong prompt to every request) or an
+/// attempt got through or never ran. Every plain-stop scenario makes a request, so every one of its tests
+/// must fail; the digests come from the request steps of the evidence, whole. A test process runs several
+/// tests and `STATE` grows with each, so the first test of each process shows exactly `attempts`, and
+/// every test shows no attempt through.
+fn prompt_problem(dir: &Path, report: &Value, what: &str, attempts: usize) -> Option<String> {
     assert_built(report);
-    let test = prompt_test(report);
-    if test["status"] == "pass" || group_status(report, "plain-stop") == "pass" {
+    let passed: Vec<&str> = report_tests(report)
+        .into_iter()
+        .filter(|(slug, t)| slug == "plain-stop" && t["status"] == "pass")
+        .map(|(_, t)| t["name"].as_str().unwrap())
+        .collect();
+    if !passed.is_empty() || group_status(report, "plain-stop") == "pass" {
         return Some(format!(
-            "{what}: the loop sent a wrong system prompt, yet plain-stop passed: the attack forged the comparison"
+            "{what}: the loop sent a wrong system prompt, yet plain-stop passed {passed:?}: the attack forged the comparison"
         ));
     }
-    let Some(digest) = state_in(test["message"].as_str().unwrap_or_default()) else {
+    let prompts = steps_of(dir, "request", |test| test["lab"] == "7.1");
+    let digests: Vec<String> = prompts
+        .iter()
+        .filter_map(|step| marked(step["system_prompt"].as_str()?))
+        .collect();
+    if digests.is_empty() || digests.len() != prompts.len() {
+        let ends: Vec<String> = evidence(dir)
+            .iter()
+            .map(|t| {
+                format!(
+                    "{}: {}",
+                    t["name"],
+                    t["trace"]
+                        .as_array()
+                        .unwrap()
+                        .last()
+                        .unwrap_or(&Value::Null)
+                )
+            })
+            .collect();
         return Some(format!(
-            "{what}: no message shows the attack ran: {report:#}"
+            "{what}: not every request shows the attack ran: {prompts:#?}\nthe traces end with:\n{}",
+            ends.join("\n")
         ));
-    };
-    if !digest.starts_with(&format!("tried {attempts}; ")) {
-        return Some(format!("{what}: not every attempt ran: {digest}"));
     }
-    if !digest.ends_with("through: none") {
+    if let Some(digest) = digests.iter().find(|d| !d.ends_with("through: none")) {
         return Some(format!("{what}: an attempt got through: {digest}"));
+    }
+    let first = digests.iter().map(|d| counts(d).0).min().unwrap();
+    if first != attempts {
+        return Some(format!(
+            "{what}: not every attempt ran ({attempts} made, the first test of a process tried {first}): {digests:?}"
+        ));
     }
     None
 }
 
 /// See [`prompt_problem`].
-fn assert_prompt_not_forged(report: &Value, what: &str, attempts: usize) {
-    if let Some(problem) = prompt_problem(report, what, attempts) {
+fn assert_prompt_not_forged(dir: &Path, report: &Value, what: &str, attempts: usize) {
+    if let Some(problem) = prompt_problem(dir, report, what, attempts) {
         panic!("{problem}");
     }
 }
@@ -266,7 +316,9 @@ fn passing_lines_and_an_exit_at_import_forge_nothing() {
     // Without the prelude: the attack stays the skeleton's closest version, so the grade puts it in the
     // build slot the skeleton listed.
     write_ts_loop(&dir, &format!("{}{top}\n", ts_skeleton()));
-    let (code, report) = grade_json_in(cache.path(), &dir, &[]);
+    // A generous timeout: the attack ends its process in every test, so each test starts a process of its
+    // own, which a loaded machine must not turn into a timeout.
+    let (code, report) = grade_json_in(cache.path(), &dir, &["--timeout", "30"]);
     assert_eq!(code, 1, "{report:#}");
     assert_built(&report);
     assert_nothing_passed(&report);
@@ -293,7 +345,9 @@ fn an_exit_as_the_module_loads_leaves_the_list_whole() {
     let (_tmp, dir) = practice_ts();
     let top = "import * as attackFs from \"node:fs\";\nattackFs.writeSync(1, \"ATTACK-RAN[listing]\\n\");\nprocess.exit(0);";
     write_ts_loop(&dir, &format!("{}{top}\n", ts_skeleton()));
-    let (code, report) = grade_json_in(cache.path(), &dir, &["--lang", "en"]);
+    // A generous timeout: the attack ends its process in every test, so each test starts a process of its
+    // own, which a loaded machine must not turn into a timeout.
+    let (code, report) = grade_json_in(cache.path(), &dir, &["--lang", "en", "--timeout", "30"]);
     if !sandboxed(&report) {
         return;
     }
@@ -323,7 +377,9 @@ fn passing_lines_and_an_exit_inside_the_loop_forge_nothing() {
         &dir,
         &on_skeleton("import * as attackFs from \"node:fs\";", &first),
     );
-    let (code, report) = grade_json(&dir, &[]);
+    // A generous timeout: the attack ends its process in every test, so each test starts a process of its
+    // own, which a loaded machine must not turn into a timeout.
+    let (code, report) = grade_json(&dir, &["--timeout", "30"]);
     if !sandboxed(&report) {
         return;
     }
@@ -351,6 +407,18 @@ fn forged_records_on_every_descriptor_forge_nothing() {
         r#"import * as attackFs from "node:fs";
 const NAMES: string[] = {names};
 const GUESSES = ["", "0".repeat(32), "f".repeat(32), "0123456789abcdef0123456789abcdef", String(process.env["PI_COURSE_GRADED"])];
+// Writes `text` whole. Node's stdout and stderr are non-blocking pipes, which refuse a write with EAGAIN
+// while full: that is the pipe waiting for its reader (the grader), not a refusal, so it is tried again.
+function writeAll(fd: number, text: string): void {{
+  let bytes = Buffer.from(text);
+  while (bytes.length > 0) {{
+    try {{
+      bytes = bytes.subarray(attackFs.writeSync(fd, bytes));
+    }} catch (error) {{
+      if ((error as {{ code?: unknown }})?.code !== "EAGAIN") throw error;
+    }}
+  }}
+}}
 function forge(): void {{
   for (const fd of [4, 3, 1, 2]) {{
     tried(`fd ${{fd}}`, () => {{
@@ -358,12 +426,12 @@ function forge(): void {{
       for (const key of GUESSES) {{
         for (const test of NAMES) {{
           for (const event of ["started", "passed"]) {{
-            attackFs.writeSync(fd, JSON.stringify({{ key, event, test, message: null }}) + "\n");
+            writeAll(fd, JSON.stringify({{ key, event, test, message: null }}) + "\n");
             lines += 1;
           }}
         }}
       }}
-      attackFs.writeSync(fd, JSON.stringify({{ event: "passed", test: NAMES[0] }}) + "\n");
+      writeAll(fd, JSON.stringify({{ event: "passed", test: NAMES[0] }}) + "\n");
       return `wrote ${{lines + 1}} records`;
     }});
   }}
@@ -379,7 +447,7 @@ function forge(): void {{
     assert_built(&report);
     assert_nothing_passed(&report);
     assert_required_fail(&report);
-    let record = state(&report);
+    let record = state(&dir);
     // The grader's descriptors are refused before a record is written; the loop's own output is not.
     for fd in [4, 3] {
         assert!(
@@ -387,7 +455,9 @@ function forge(): void {{
             "fd {fd} was not refused: {record}"
         );
     }
-    assert!(record.contains("fd 1: wrote"), "{record}");
+    for fd in [1, 2] {
+        assert!(record.contains(&format!("fd {fd}: wrote")), "{record}");
+    }
 }
 
 /// Every way JavaScript names a descriptor by number, tried on the grader's two (`fd N …`), and on
@@ -461,7 +531,7 @@ async function reach(): Promise<void> {
     assert_eq!(code, 1, "{report:#}");
     assert_built(&report);
     assert_nothing_passed(&report);
-    let record = state(&report);
+    let record = state(&dir);
     for fd in [4, 3] {
         for way in [
             "writeSync",
@@ -545,7 +615,7 @@ function inspect(): void {
     assert_eq!(code, 1, "{report:#}");
     assert_built(&report);
     assert_nothing_passed(&report);
-    let record = state(&report);
+    let record = state(&dir);
     assert!(!record.contains("LISTED"), "{record}");
     for name in [
         "v8.queryObjects",
@@ -639,7 +709,7 @@ function steal(): void {{
     assert_built(&report);
     assert_nothing_passed(&report);
     assert_required_fail(&report);
-    let record = state(&report);
+    let record = state(&dir);
     assert!(
         record.contains("candidates: 0;"),
         "a key-shaped string was found: {record}"
@@ -702,7 +772,7 @@ fn prompt_attack_fails(what: &str, top: &str, first: &str) {
     if !sandboxed(&report) {
         return;
     }
-    assert_prompt_not_forged(&report, what, attempts(top) + attempts(first));
+    assert_prompt_not_forged(&dir, &report, what, attempts(top) + attempts(first));
 }
 
 #[test]
@@ -724,6 +794,10 @@ tried("{phase} syncBuiltinESMExports", () => {{ attackModule.syncBuiltinESMExpor
 }
 
 #[test]
+/// Nothing in a graded process compares any more (the grader judges), but `node:util` is still frozen
+/// before the learner's code loads, and the attack still imports it: which also proves the module can be
+/// imported then (freezing it before its lazy exports were loaded once made every such module fail to
+/// load, "Cannot redefine property: parseArgs").
 fn is_deep_strict_equal_cannot_be_swapped() {
     let top = format!(
         "import * as attackUtil from \"node:util\";\nimport * as attackModule from \"node:module\";\nconst attackRequire = attackModule.createRequire(import.meta.url);\n{}",
@@ -733,14 +807,22 @@ fn is_deep_strict_equal_cannot_be_swapped() {
     prompt_attack_fails("util.isDeepStrictEqual", &top, &first);
 }
 
-/// `structuredClone` replaced by one that puts the expected prompt into every copy (ScriptedModel keeps a
-/// structuredClone of each request), as `PHASE …`.
+/// The ways to copy a value replaced by ones that put the caller's real prompt into every copy of a
+/// request, as `PHASE …`: `structuredClone` (which the test kit once copied each request with) and
+/// `JSON.parse` (which the driver's `plain` and `clone` copy with now, taken when the kit loaded).
 fn clone_swap(phase: &str) -> String {
     format!(
         r#"swap("{phase} structuredClone", globalThis, "structuredClone", (value: any, options?: any) => {{
   const copy = ATTACK_CLONE(value, options);
   if (copy !== null && typeof copy === "object" && typeof copy.systemPrompt === "string") {{
-    copy.systemPrompt = "You are a careful coding agent (test system prompt).";
+    copy.systemPrompt = REAL_PROMPT;
+  }}
+  return copy;
+}});
+swap("{phase} JSON.parse", JSON, "parse", (text: string, reviver?: any) => {{
+  const copy = ATTACK_PARSE(text, reviver);
+  if (copy !== null && typeof copy === "object" && typeof copy.systemPrompt === "string") {{
+    copy.systemPrompt = REAL_PROMPT;
   }}
   return copy;
 }});"#
@@ -785,8 +867,9 @@ const FORGED_FIXED = { forged: true };
 const FORGED_JSON = { parse: (_text: string) => FORGED_FIXED, stringify: (_value: unknown) => "{}" };"#;
 
 #[test]
-/// With the global bindings writable, replacing `JSON` alone made a 7.3 test pass with no loop at all.
-/// Here the loop is no loop either: it returns at once, with a transcript that holds what the attack did.
+/// With the global bindings writable, replacing `JSON` alone once made a test pass with no loop at all
+/// (when the tests compared in their own process). Here the loop is no loop either: it returns at once,
+/// with a transcript that holds what the attack did.
 fn the_global_bindings_cannot_be_replaced() {
     let (_tmp, dir) = practice_ts();
     let import = global_swaps("import");
@@ -806,45 +889,38 @@ fn the_global_bindings_cannot_be_replaced() {
         return;
     }
     assert_built(&report);
-    // The test the JSON forgery passed compares two parsed values: it fails, showing the attack's record.
-    let wire = report_tests(&report)
-        .into_iter()
-        .map(|(_, t)| t)
-        .find(|t| t["name"].as_str().unwrap().contains("wire example"))
-        .unwrap_or_else(|| panic!("no wire example test: {report:#}"));
-    assert_eq!(
-        wire["status"], "fail",
-        "the forged JSON passed it: {wire:#}"
-    );
-    // The digest holds no `]` while nothing got through.
-    let message = wire["message"].as_str().unwrap_or_default();
-    let digest = message
-        .split_once("ATTACK-RAN[")
-        .and_then(|(_, rest)| rest.split(']').next())
-        .unwrap_or_else(|| panic!("its message does not show the attack ran: {wire:#}"));
-    // "tried N; refused M; through: none": both phases ran (a later test of the same process adds to N),
-    // and every attempt was refused (an assignment to a fixed binding throws in a module).
-    let numbers: Vec<usize> = digest
-        .split(';')
-        .take(2)
-        .map(|part| part.split_whitespace().last().unwrap().parse().unwrap())
-        .collect();
-    let attempts = attempts(&import) + attempts(&run);
-    assert!(numbers[0] >= attempts, "not every attempt ran: {digest}");
-    assert_eq!(
-        numbers[0], numbers[1],
-        "an attempt was not refused: {digest}"
-    );
-    assert!(digest.ends_with("through: none"), "{digest}");
-    // No loop, so nothing passes.
+    // No loop, so nothing passes: every test's trace ends with the no-loop's result, which shows the
+    // attack's digest, whole, in the evidence.
     assert_eq!(code, 1, "{report:#}");
     assert_nothing_passed(&report);
+    let results = steps_of(&dir, "result", |_| true);
+    let digests: Vec<String> = results
+        .iter()
+        .filter_map(|step| marked(step["messages"][0]["content"][0]["text"].as_str()?))
+        .collect();
+    assert!(
+        !digests.is_empty() && digests.len() == results.len(),
+        "not every result shows the attack ran: {results:#?}"
+    );
+    // "tried N; refused M; through: none" in every test: both phases ran in the first test of each
+    // process (a later test of the same process adds to N), and every attempt was refused (an
+    // assignment to a fixed binding throws in a module).
+    let attempts = attempts(&import) + attempts(&run);
+    let first = digests.iter().map(|d| counts(d).0).min().unwrap();
+    assert_eq!(first, attempts, "not every attempt ran: {digests:?}");
+    for digest in &digests {
+        let (tried, refused) = counts(digest);
+        assert_eq!(tried, refused, "an attempt was not refused: {digest}");
+        assert!(digest.ends_with("through: none"), "{digest}");
+    }
 }
 
 #[test]
+/// See [`clone_swap`]: the copies the driver records a request from cannot be made to hold the real
+/// prompt the loop did not send.
 fn structured_clone_cannot_be_swapped() {
     let top = format!(
-        "const ATTACK_CLONE = globalThis.structuredClone;\n{}",
+        "const ATTACK_CLONE = globalThis.structuredClone;\nconst ATTACK_PARSE = JSON.parse;\n{}",
         clone_swap("import")
     );
     let first = clone_swap("run");
@@ -888,7 +964,7 @@ fn async_local_storage_cannot_be_swapped() {
                 passed.len()
             ));
         } else {
-            let record = state(&report);
+            let record = state(&dir);
             if record.contains("CHANGED") {
                 problems.push(format!("{what}: {record}"));
             }
@@ -897,88 +973,133 @@ fn async_local_storage_cannot_be_swapped() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// Wraps the course classes' methods so that the model records the expected system prompt, as
-/// `PHASE …`.
+/// The course classes the driver runs the loop with (`src/`), wrapped, as `PHASE …`: the event stream its
+/// model pushes the model's events into, and the registry that holds its tools. (The course's
+/// `ScriptedModel` is no longer what the tests run: the driver's own model is, see [`kit_swaps`].)
 fn class_swaps(phase: &str) -> String {
     format!(
         r#"{{
-  const prompt = "You are a careful coding agent (test system prompt).";
-  const stream = AttackScripted.prototype.stream;
-  swap("{phase} ScriptedModel.prototype.stream", AttackScripted.prototype, "stream", function (this: any, request: any, signal?: AbortSignal) {{
-    return stream.call(this, {{ ...request, systemPrompt: prompt }}, signal);
-  }});
-  const definitions = AttackRegistry.prototype.definitions;
-  swap("{phase} ToolRegistry.prototype.definitions", AttackRegistry.prototype, "definitions", function (this: any) {{ return definitions.call(this); }});
   const push = AttackStream.prototype.push;
   swap("{phase} EventStream.prototype.push", AttackStream.prototype, "push", function (this: any, event: any) {{ return push.call(this, event); }});
+  const end = AttackStream.prototype.end;
+  swap("{phase} EventStream.prototype.end", AttackStream.prototype, "end", function (this: any, result: any) {{ return end.call(this, result); }});
+  const definitions = AttackRegistry.prototype.definitions;
+  swap("{phase} ToolRegistry.prototype.definitions", AttackRegistry.prototype, "definitions", function (this: any) {{ return definitions.call(this); }});
 }}"#
     )
 }
 
-/// Wraps the test kit's methods so that the tests see the expected system prompt, as `PHASE …`. `kit` is
-/// the test kit's module namespace.
+/// The test kit's driver (`test/`), rewritten so that the request it records holds the caller's real
+/// system prompt (`REAL_PROMPT`) whatever the loop sent, as `PHASE …`: its model's `stream`, the trace's
+/// `record` that every step goes through, and the kit's module bindings that turn a request into a step
+/// (`plain`) and a step into its JSON (`stringify`). `kit` is an object holding the namespaces of
+/// `test/model.js`, `test/trace.js`, `test/canonical.js` and `test/safe.js`.
 fn kit_swaps(phase: &str, kit: &str) -> String {
     format!(
         r#"{{
   const k: any = {kit};
-  const requests = k.Outcome.prototype.requests;
-  swap("{phase} kit Outcome.prototype.requests", k.Outcome.prototype, "requests", function (this: any) {{
-    return requests.call(this).map((r: any) => ({{ ...r, systemPrompt: k.SYSTEM_PROMPT }}));
+  const stream = k.model.DriverModel.prototype.stream;
+  swap("{phase} kit DriverModel.prototype.stream", k.model.DriverModel.prototype, "stream", function (this: any, request: any, signal?: AbortSignal) {{
+    return stream.call(this, {{ ...request, systemPrompt: REAL_PROMPT }}, signal);
   }});
-  const run = k.Setup.prototype.run;
-  swap("{phase} kit Setup.prototype.run", k.Setup.prototype, "run", function (this: any, driver?: unknown) {{ return run.call(this, driver); }});
-  swap("{phase} kit namespace expectEqual", k, "expectEqual", () => {{}});
-  swap("{phase} kit SYSTEM_PROMPT", k, "SYSTEM_PROMPT", "ATTACK");
+  const record = k.trace.Trace.prototype.record;
+  swap("{phase} kit Trace.prototype.record", k.trace.Trace.prototype, "record", function (this: any, step: any) {{
+    return record.call(this, step?.kind === "request" ? {{ ...step, system_prompt: REAL_PROMPT }} : step);
+  }});
+  const plain = k.canonical.plain;
+  swap("{phase} kit namespace plain", k.canonical, "plain", (value: unknown) => {{
+    const seen = plain(value);
+    if (seen !== null && typeof seen === "object" && "systemPrompt" in seen) seen.systemPrompt = REAL_PROMPT;
+    return seen;
+  }});
+  const stringify = k.safe.stringify;
+  swap("{phase} kit namespace stringify", k.safe, "stringify", (value: any) =>
+    stringify(value?.kind === "request" ? {{ ...value, system_prompt: REAL_PROMPT }} : value));
 }}"#
     )
 }
 
-const CLASS_IMPORTS: &str = r#"import { ScriptedModel as AttackScripted } from "./scripted-model.js";
-import { ToolRegistry as AttackRegistry } from "./tool.js";
-import { EventStream as AttackStream } from "./event-stream.js";"#;
+const CLASS_IMPORTS: &str = r#"import { EventStream as AttackStream } from "./event-stream.js";
+import { ToolRegistry as AttackRegistry } from "./tool.js";"#;
+
+const KIT_IMPORTS: &str = r#"import * as attackModel from "../test/model.js";
+import * as attackTrace from "../test/trace.js";
+import * as attackCanonical from "../test/canonical.js";
+import * as attackSafe from "../test/safe.js";
+const ATTACK_KIT = { model: attackModel, trace: attackTrace, canonical: attackCanonical, safe: attackSafe };"#;
+
+/// The model the loop is handed, reached through the object itself (no import), rewritten like
+/// [`kit_swaps`]'s, as `PHASE …`: its own `stream`, and its class's.
+fn handed_model_swaps(phase: &str) -> String {
+    format!(
+        r#"{{
+  const model: any = options.model;
+  const stream = model.stream;
+  const rewritten = function (this: any, request: any, signal?: AbortSignal) {{
+    return stream.call(this, {{ ...request, systemPrompt: REAL_PROMPT }}, signal);
+  }};
+  swap("{phase} the handed model's stream", model, "stream", rewritten);
+  swap("{phase} the handed model's class stream", Object.getPrototypeOf(model), "stream", rewritten);
+}}"#
+    )
+}
 
 #[test]
+/// The learner's module is loaded inside the first test's body, after the harness froze the course code
+/// and the test kit: at run time, neither can be rewritten, whether reached by import or through the
+/// model the loop is handed.
 fn the_course_classes_and_the_test_kit_cannot_be_patched_while_tests_run() {
     let (_tmp, dir) = practice_ts();
+    let top = format!("{CLASS_IMPORTS}\n{KIT_IMPORTS}");
     let first = format!(
-        "{}\n  const attackKit = await import(\"../test/support.js\");\n  {}",
+        "{}\n  {}\n  {}",
         class_swaps("run"),
-        kit_swaps("run", "attackKit")
+        kit_swaps("run", "ATTACK_KIT"),
+        handed_model_swaps("run")
     );
-    write_ts_loop(&dir, &on_reference(CLASS_IMPORTS, &first));
+    write_ts_loop(&dir, &on_reference(&top, &first));
     let (_, report) = grade_json(&dir, &["--group", "7.1"]);
     if !sandboxed(&report) {
         return;
     }
-    assert_prompt_not_forged(&report, "the course classes at run time", attempts(&first));
+    assert_prompt_not_forged(
+        &dir,
+        &report,
+        "the course classes and the kit at run time",
+        attempts(&first),
+    );
 }
 
 #[test]
+/// The same rewrites while the learner's module is evaluated. The test kit once loaded it with the test
+/// files (and this attack had to wait for the kit to finish loading); it now loads it lazily, in the
+/// first test's body, so the module's own top level comes after the harness froze both.
 fn the_course_classes_and_the_test_kit_cannot_be_patched_at_import() {
     let (_tmp, dir) = practice_ts();
-    // The course classes, patched while the module runs.
-    let classes = format!("{CLASS_IMPORTS}\n{}", class_swaps("import"));
-    // The kit is still loading when this module runs: its classes, patched once the module graph has
-    // been evaluated (a microtask), before the first test.
-    let kit = format!(
-        "import * as attackKit from \"../test/support.js\";\nvoid Promise.resolve().then(() => {});",
-        kit_swaps("import", "attackKit")
+    let top = format!(
+        "{CLASS_IMPORTS}\n{KIT_IMPORTS}\n{}\n{}",
+        class_swaps("import"),
+        kit_swaps("import", "ATTACK_KIT")
     );
-    let mut problems = Vec::new();
-    for (what, top) in [("the course classes", classes), ("the test kit", kit)] {
-        write_ts_loop(&dir, &on_reference(&top, ""));
-        let (_, report) = grade_json(&dir, &["--group", "7.1"]);
-        if !sandboxed(&report) {
-            return;
-        }
-        problems.extend(prompt_problem(&report, what, attempts(&top)));
+    write_ts_loop(&dir, &on_reference(&top, ""));
+    let (_, report) = grade_json(&dir, &["--group", "7.1"]);
+    if !sandboxed(&report) {
+        return;
     }
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert_prompt_not_forged(
+        &dir,
+        &report,
+        "the course classes and the kit at import",
+        attempts(&top),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Registering tests
 // ---------------------------------------------------------------------------------------------------
+
+/// What the harness says to a registration once the test files have loaded.
+const SEALED: &str = "pi-course: tests are registered only while the test files load";
 
 /// Registers a passing test under each of `names` (a TypeScript array expression), as `PHASE …`.
 fn registrations(phase: &str, names: &str) -> String {
@@ -1007,10 +1128,16 @@ fn tests_cannot_be_registered_while_tests_run() {
     assert_built(&report);
     assert_nothing_passed(&report);
     assert_required_fail(&report);
-    let record = state(&report);
+    let record = state(&dir);
     assert!(!record.contains("ACCEPTED"), "{record}");
     assert!(!record.contains("CHANGED"), "{record}");
     assert!(record.contains("run register 纯文本 stop › a test of the attacker's own: refused"));
+    for name in test_names() {
+        assert!(
+            record.contains(&format!("run register {name}: refused ({SEALED})")),
+            "{record}"
+        );
+    }
     let graded = names_of(&report);
     let chapter: BTreeSet<String> = test_names().iter().cloned().collect();
     assert_eq!(graded, chapter, "only the chapter's tests are graded");
@@ -1031,12 +1158,23 @@ fn tests_registered_at_import_under_the_real_names_pass_nothing() {
     assert_built(&report);
     assert_nothing_passed(&report);
     assert_required_fail(&report);
-    // The registrations happened: every real test is now ambiguous, and fails as such.
     for (slug, test) in report_tests(&report) {
         let message = test["message"].as_str().unwrap();
         assert!(
             message.contains("two tests are named") || message.contains("ATTACK-RAN["),
             "{slug}: {message}"
+        );
+    }
+    // The test kit loads the learner's module inside the first test, after the list was sealed: every
+    // registration is refused. (When the module loaded with the test files, they were accepted, and every
+    // real test became ambiguous and failed as such.)
+    let record = state(&dir);
+    assert!(!record.contains("ACCEPTED"), "{record}");
+    assert!(!record.contains("CHANGED"), "{record}");
+    for name in test_names() {
+        assert!(
+            record.contains(&format!("import register {name}: refused ({SEALED})")),
+            "{record}"
         );
     }
 }
@@ -1048,19 +1186,24 @@ fn tests_registered_at_import_are_not_graded_and_not_remembered() {
     let (_tmp, dir) = practice_ts();
     let extra = "[\"纯文本 stop › forged\", \"单工具往返 › forged\", \"非执行终态 › forged\", \"并发工具 › forged\", \"取消与上限 › forged\"]";
     // The reference with extra tests first, so that the build slot lists them; then the reference alone,
-    // which the grade puts in the same slot (its closest version).
-    let attack = format!(
-        "{}{PRELUDE}{}\n",
-        ts_solution(),
-        registrations("import", extra)
-    );
-    write_ts_loop(&dir, &attack);
+    // which the grade puts in the same slot (its closest version). The attack shows its record in the
+    // requests' system prompt: its registrations ran (and were refused, the list being sealed before the
+    // learner's module loads).
+    let registered = registrations("import", extra);
+    write_ts_loop(&dir, &on_reference(&registered, ""));
     let (_, report) = grade_json_in(cache.path(), &dir, &[]);
     if !sandboxed(&report) {
         return;
     }
-    assert_built(&report);
     let mut problems = Vec::new();
+    // One registration per name (in a loop), and the symbol swapped.
+    let names: Vec<String> = serde_json::from_str(extra).unwrap();
+    problems.extend(prompt_problem(
+        &dir,
+        &report,
+        "registrations at import",
+        names.len() + attempts(&registered),
+    ));
     let graded = names_of(&report);
     if graded != chapter {
         problems.push(format!(
@@ -1119,7 +1262,7 @@ async function escape(): Promise<void> {
     assert_eq!(code, 1, "{report:#}");
     assert_built(&report);
     assert_nothing_passed(&report);
-    let record = state(&report);
+    let record = state(&dir);
     assert!(!record.contains("ESCAPED"), "{record}");
     assert!(record.contains("escaped: undefined;"), "{record}");
     for name in [
@@ -1164,7 +1307,7 @@ fn code_from_a_data_url_gains_nothing() {
     }
     assert_built(&report);
     assert_nothing_passed(&report);
-    let record = state(&report);
+    let record = state(&dir);
     assert!(record.contains("data: import"), "the attack ran: {record}");
 }
 
@@ -1296,7 +1439,7 @@ function read(): void {{
     let (report, text) = grade_with_home(&dir, &home, &["--group", "7.1"]);
     assert_built(&report);
     assert_nothing_passed(&report);
-    let record = state(&report);
+    let record = state(&dir);
     assert!(!text.contains(SECRET), "the secret leaked:\n{text}");
     assert!(
         !text.contains("--format"),
@@ -1349,7 +1492,7 @@ function write(): void {{
     let (report, _) = grade_with_home(&dir, &home, &["--group", "7.1"]);
     assert_built(&report);
     assert_nothing_passed(&report);
-    let record = state(&report);
+    let record = state(&dir);
     assert!(!record.contains("ESCAPED"), "{record}");
     for t in &targets {
         assert!(!t.exists(), "{} was written", t.display());
@@ -1414,7 +1557,7 @@ async function connect(): Promise<void> {{
     }
     assert_built(&report);
     assert_nothing_passed(&report);
-    let record = state(&report);
+    let record = state(&dir);
     assert!(!record.contains("ESCAPED"), "{record}");
     for name in ["tcp", "udp", "fetch"] {
         assert!(record.contains(&format!("{name}: refused")), "{record}");

@@ -172,6 +172,23 @@ refuse("node:module", ["register"]);
 syncBuiltinESMExports();
 const HARDENED_MODULES = ["node:assert", "node:assert/strict", "node:util", "node:async_hooks"];
 
+/**
+ * `exports` with every lazy export loaded. node defines some (util.parseArgs, util.TextDecoder...) as a
+ * getter that replaces itself with the value on first read, which a frozen object refuses: frozen
+ * first, the module could no longer be imported ("Cannot redefine property") by the learner's code,
+ * which loads after this.
+ */
+function materialized(exports) {
+  for (const key of Reflect.ownKeys(exports)) {
+    try {
+      void exports[key];
+    } catch {
+      // An export node refuses here (behind a flag or a permission): nothing can use it.
+    }
+  }
+  return exports;
+}
+
 const given = [];
 try {
   for (const file of modulesIn(path.join(dist, "test"), ".test.js")) {
@@ -190,7 +207,7 @@ for (const namespace of given) harden(namespace);
 // runs. (Node's own classes such as EventEmitter are left alone: freezing their prototypes would break
 // node itself.)
 lockGlobals(harden);
-for (const moduleName of HARDENED_MODULES) harden(builtin(moduleName));
+for (const moduleName of HARDENED_MODULES) harden(materialized(builtin(moduleName)));
 
 /** The text of whatever a test threw, without running learner code that could hang or throw again. */
 function messageOf(error) {
