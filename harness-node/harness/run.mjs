@@ -6,6 +6,8 @@
 // - descriptor 3 holds the orders: a per-grade key, then `run`, then one test per line, its name and its
 //   scenario instance (JSON) separated by a tab. They are read whole and the descriptor is closed before
 //   any test file loads.
+//   A test may hold several instances (`{"runs": [...]}`): they run one after another, each after an
+//   instance step (`{"kind":"instance","index":k}`) that tells the grader where its steps begin.
 // - descriptor 4 is a socket: one JSON record per line (started, step, finished), each with the key.
 //   A step is written the moment the driver records it. Nothing here compares or decides: the grader
 //   computes the expected trace of each instance and judges.
@@ -52,7 +54,21 @@ const wanted = [];
 for (const line of orders.slice(2)) {
   if (line.length === 0) continue;
   const tab = line.indexOf("\t");
-  wanted.push(tab === -1 ? { name: line, instance: "" } : { name: line.slice(0, tab), instance: line.slice(tab + 1) });
+  const test = tab === -1 ? { name: line, instance: "" } : { name: line.slice(0, tab), instance: line.slice(tab + 1) };
+  wanted.push({ name: test.name, ...runsOf(test.instance) });
+}
+
+/** The instances of one test: each of `{"runs": [...]}` as JSON text (marked), or the instance itself. */
+function runsOf(instance) {
+  let value;
+  try {
+    value = JSON.parse(instance);
+  } catch {
+    return { runs: [instance], marked: false };
+  }
+  const runs = value !== null && typeof value === "object" ? value.runs : undefined;
+  if (!Array.isArray(runs)) return { runs: [instance], marked: false };
+  return { runs: runs.map((run) => stringify(run)), marked: true };
 }
 
 /** Writes one keyed record. Built by hand: no learner-reachable function ever sees the key. */
@@ -219,7 +235,7 @@ function messageOf(error) {
   }
 }
 
-for (const { name, instance } of wanted) {
+for (const { name, runs, marked } of wanted) {
   record("started", name);
   const body = tests.get(name);
   if (body === undefined || duplicates.has(name)) {
@@ -227,19 +243,33 @@ for (const { name, instance } of wanted) {
     record("finished", name);
     continue;
   }
-  // The driver's JSON of one step (one line, written by the kit's own captured JSON.stringify), taken
-  // only while this test runs: a step that comes later would land in the next test's trace.
-  let open = true;
-  const onStep = (json) => {
-    if (open && typeof json === "string" && json.indexOf("\n") === -1) record("step", name, json);
-  };
-  try {
-    await body(instance, onStep);
-  } catch (error) {
-    // The driver failed (its own bug, or an instance it cannot read): a message, never a verdict.
-    stderrWrite(`pi-course harness: the driver stopped on ${stringify(name)}: ${messageOf(error)}\n`);
+  for (let index = 0; index < runs.length; index++) {
+    if (marked) {
+      record("step", name, '{"kind":"instance","index":' + stringify(index) + "}");
+    }
+    // The driver's JSON of one step (one line, written by the kit's own captured JSON.stringify), taken
+    // only while this instance runs: a step that comes later would land in the next one's trace.
+    // Once an instance hangs (the driver's `hang` step), the test's later instances are not run: that
+    // one already fails the test, and a hung loop's work would only pile up.
+    let open = true;
+    let hung = false;
+    const onStep = (json) => {
+      if (open && typeof json === "string" && json.indexOf("\n") === -1) {
+        if (json.startsWith('{"kind":"hang"')) hung = true;
+        record("step", name, json);
+      }
+    };
+    try {
+      await body(runs[index], onStep);
+    } catch (error) {
+      // The driver failed (its own bug, or an instance it cannot read): a message, never a verdict.
+      stderrWrite(`pi-course harness: the driver stopped on ${stringify(name)}: ${messageOf(error)}\n`);
+      open = false;
+      break;
+    }
+    open = false;
+    if (hung) break;
   }
-  open = false;
   record("finished", name);
 }
 exit(0);

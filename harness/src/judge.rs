@@ -12,7 +12,13 @@
 //! A trace step matches an expected step whose predecessors have all matched, so the steps of concurrent
 //! calls may interleave while everything else has one order. The first trace step that matches no enabled
 //! expected step, or an expected step still unmatched when the trace ends, is the first divergence.
+//!
+//! A test may hold several instances (`{"runs": [...]}`: the boundary values a grade must reach, and a
+//! freely drawn one). The harness then marks the start of each instance's steps with an [`INSTANCE`]
+//! step, and each instance is judged by itself: the test passes when every instance does, and fails with
+//! the first instance that diverges, named in the message.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -48,16 +54,156 @@ pub struct Mismatch {
     pub actual: String,
 }
 
+/// The step a harness writes before the steps of each instance of a test that holds several:
+/// `{"kind": "instance", "index": k}`.
+pub const INSTANCE: &str = "instance";
+
 /// Compares `trace` with `expected` and explains the first divergence in `lang`; `None` when the trace
 /// is one the chapter allows.
 pub fn judge(expected: &Value, trace: &[Value], lang: Lang) -> Option<String> {
-    let divergence = compare(expected, trace).err()?;
-    Some(message(expected, trace, &divergence, lang))
+    let (instance, outcome) = focus(expected, trace);
+    let divergence = outcome.err()?;
+    Some(instance.explain(&divergence, lang))
+}
+
+/// Compares `trace` with `expected`: `Ok` when the chapter allows it, otherwise the first divergence (of
+/// the first instance that diverges, for a test of several; [`message`] names that instance).
+pub fn compare(expected: &Value, trace: &[Value]) -> Result<(), Box<Divergence>> {
+    focus(expected, trace).1
+}
+
+/// One instance of a test as the comparison sees it: its expected graph, its steps, and which instance
+/// it is when the test holds several.
+struct Instance<'a> {
+    expected: Cow<'a, Value>,
+    steps: Cow<'a, [Value]>,
+    /// Its number from 1, how many the test holds, what it covers (`{"zh": …, "en": …}`).
+    which: Option<(usize, usize, Option<&'a Value>)>,
+}
+
+impl Instance<'_> {
+    fn explain(&self, d: &Divergence, lang: Lang) -> String {
+        let body = message_one(&self.expected, &self.steps, d, lang);
+        let Some((number, of, about)) = self.which else {
+            return body;
+        };
+        let about = |l: &str| {
+            about
+                .and_then(|a| a.get(l))
+                .and_then(Value::as_str)
+                .filter(|a| !a.is_empty())
+        };
+        let line = pick(
+            lang,
+            match about("zh") {
+                Some(a) => format!("  实例：第 {number} 个，共 {of} 个（{a}）"),
+                None => format!("  实例：第 {number} 个，共 {of} 个"),
+            },
+            match about("en") {
+                Some(a) => format!("  instance: {number} of {of} ({a})"),
+                None => format!("  instance: {number} of {of}"),
+            },
+        );
+        // The first line says where the run left the rules (a one-line report shows only it); which
+        // instance that was comes next.
+        match body.split_once('\n') {
+            Some((first, rest)) => format!("{first}\n{line}\n{rest}"),
+            None => format!("{body}\n{line}"),
+        }
+    }
+}
+
+fn is_instance_mark(step: &Value) -> bool {
+    step.get("kind").and_then(Value::as_str) == Some(INSTANCE)
+}
+
+/// The instances of a test: one, or each of `runs` with the steps that follow its mark. Steps before the
+/// first mark go to the first instance, and marks past the last instance stay in the last one's steps:
+/// either way that instance diverges there.
+fn instances<'a>(expected: &'a Value, trace: &'a [Value]) -> Vec<Instance<'a>> {
+    let Some(runs) = expected.get("runs").and_then(Value::as_array) else {
+        return vec![Instance {
+            expected: Cow::Borrowed(expected),
+            steps: Cow::Borrowed(trace),
+            which: None,
+        }];
+    };
+    let mut segments: Vec<Vec<Value>> = vec![Vec::new()];
+    let mut marks = 0;
+    for step in trace {
+        if is_instance_mark(step) {
+            marks += 1;
+            // The first mark opens the first instance, each later one the next while any is left.
+            if marks == 1 {
+                continue;
+            }
+            if segments.len() < runs.len() {
+                segments.push(Vec::new());
+                continue;
+            }
+        }
+        segments
+            .last_mut()
+            .expect("one segment at least")
+            .push(step.clone());
+    }
+    let shared: Map<String, Value> = expected
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| k.as_str() != "runs")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let of = runs.len();
+    runs.iter()
+        .enumerate()
+        .map(|(i, run)| {
+            let mut graph = shared.clone();
+            graph.insert(
+                "alternatives".into(),
+                run.get("alternatives").cloned().unwrap_or(Value::Null),
+            );
+            Instance {
+                expected: Cow::Owned(Value::Object(graph)),
+                steps: Cow::Owned(segments.get(i).cloned().unwrap_or_default()),
+                which: Some((i + 1, of, run.get("about"))),
+            }
+        })
+        .collect()
+}
+
+/// The instance that decides the verdict, with its comparison: the first that diverges, else the last.
+fn focus<'a>(
+    expected: &'a Value,
+    trace: &'a [Value],
+) -> (Instance<'a>, Result<(), Box<Divergence>>) {
+    let mut all = instances(expected, trace);
+    if all.is_empty() {
+        // A test of no instance at all: nothing can pass it.
+        let none = Instance {
+            expected: Cow::Owned(Value::Null),
+            steps: Cow::Borrowed(trace),
+            which: None,
+        };
+        let outcome = compare_one(&none.expected, &none.steps);
+        return (none, outcome);
+    }
+    let last = all.len() - 1;
+    for (i, instance) in all.iter().enumerate() {
+        let outcome = compare_one(&instance.expected, &instance.steps);
+        if outcome.is_err() || i == last {
+            let instance = all.swap_remove(i);
+            return (instance, outcome);
+        }
+    }
+    unreachable!("the last instance returns")
 }
 
 /// Compares `trace` with every alternative of `expected`: `Ok` when one of them matches the whole trace,
 /// otherwise the divergence of the alternative that went furthest.
-pub fn compare(expected: &Value, trace: &[Value]) -> Result<(), Box<Divergence>> {
+fn compare_one(expected: &Value, trace: &[Value]) -> Result<(), Box<Divergence>> {
     let alternatives = expected
         .get("alternatives")
         .and_then(Value::as_array)
@@ -225,8 +371,14 @@ pub struct Row {
 
 /// The expected and the actual timeline side by side (for `pi-course explain`): the matched steps in the
 /// trace's order, then the first divergence, then what was left of each. The alternative shown is the one
-/// that matched, or else the one that went furthest.
+/// that matched, or else the one that went furthest. For a test of several instances, the instance that
+/// decides its verdict.
 pub fn timeline(expected: &Value, trace: &[Value]) -> Vec<Row> {
+    let (instance, _) = focus(expected, trace);
+    timeline_one(&instance.expected, &instance.steps)
+}
+
+fn timeline_one(expected: &Value, trace: &[Value]) -> Vec<Row> {
     let alternatives = expected
         .get("alternatives")
         .and_then(Value::as_array)
@@ -721,8 +873,13 @@ fn test_lab(expected: &Value) -> Option<(&str, &Value)> {
 }
 
 /// The divergence explained: where the run left the chapter's rules, what was expected there, what
-/// happened, which rule that is and whose Lab, and the run so far.
+/// happened, which rule that is and whose Lab, and the run so far. `d` is what [`compare`] found for the
+/// same `expected` and `trace`; for a test of several instances the message first names the instance.
 pub fn message(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) -> String {
+    focus(expected, trace).0.explain(d, lang)
+}
+
+fn message_one(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) -> String {
     let rules = expected.get("rules").and_then(Value::as_object);
     let empty = Map::new();
     let rule = rules.unwrap_or(&empty).get(&d.rule);

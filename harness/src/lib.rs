@@ -25,6 +25,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -350,18 +351,50 @@ thread_local! {
     static LOCATION: Cell<Option<String>> = const { Cell::new(None) };
 }
 
-/// Runs the driver on one instance, on a thread named after the test. `Err`: the driver itself failed.
+/// The instances of a test that holds several (`{"runs": [...]}`), each as JSON text; `None` for a test
+/// of one instance.
+fn runs_of(instance: &str) -> Option<Vec<String>> {
+    let value: Value = serde_json::from_str(instance).ok()?;
+    let runs = value.get("runs")?.as_array()?;
+    Some(runs.iter().map(Value::to_string).collect())
+}
+
+/// Runs the driver on one test's instance, or on each of its instances in turn, on a thread named after
+/// the test. Before each of several instances the sink gets an instance mark (`judge::INSTANCE`), and a
+/// step that an instance's code sends after its driver returned is dropped, so that it never lands in
+/// the next instance's steps. Once an instance hangs (its driver's `hang` step), the test's later
+/// instances are not run: that one already fails the test, and a hung loop's threads would only pile
+/// up. `Err`: the driver itself failed.
 fn run_one(name: &str, driver: Driver, instance: &str, sink: Sink) -> Result<(), String> {
+    let runs = runs_of(instance);
     let instance = instance.to_string();
     let body = move || {
         IN_TEST.set(true);
-        panic::catch_unwind(AssertUnwindSafe(|| driver(&instance, sink))).map_err(|payload| {
-            let text = payload_text(payload.as_ref());
-            match LOCATION.take() {
-                Some(at) => format!("the test's driver failed: {text} ({at})"),
-                None => format!("the test's driver failed: {text}"),
+        let Some(runs) = runs else {
+            return drive_one(driver, &instance, sink);
+        };
+        let shared = Arc::new(Mutex::new(sink));
+        for (index, run) in runs.iter().enumerate() {
+            (lock(&shared))(serde_json::json!({ "kind": judge::INSTANCE, "index": index }));
+            let open = Arc::new(AtomicBool::new(true));
+            let hung = Arc::new(AtomicBool::new(false));
+            let (to, gate, hang) = (Arc::clone(&shared), Arc::clone(&open), Arc::clone(&hung));
+            let sink: Sink = Box::new(move |step| {
+                if gate.load(Ordering::SeqCst) {
+                    if step.get("kind").and_then(Value::as_str) == Some("hang") {
+                        hang.store(true, Ordering::SeqCst);
+                    }
+                    (lock(&to))(step)
+                }
+            });
+            let driven = drive_one(driver, run, sink);
+            open.store(false, Ordering::SeqCst);
+            driven?;
+            if hung.load(Ordering::SeqCst) {
+                break;
             }
-        })
+        }
+        Ok(())
     };
     let spawned = thread::Builder::new().name(name.to_string()).spawn(body);
     match spawned.map(|handle| handle.join()) {
@@ -369,6 +402,17 @@ fn run_one(name: &str, driver: Driver, instance: &str, sink: Sink) -> Result<(),
         Ok(Err(_)) => Err("the test's thread ended without a trace".to_string()),
         Err(e) => Err(format!("the test's thread could not start: {e}")),
     }
+}
+
+/// The driver on one instance, its panic caught and reported with where it happened.
+fn drive_one(driver: Driver, instance: &str, sink: Sink) -> Result<(), String> {
+    panic::catch_unwind(AssertUnwindSafe(|| driver(instance, sink))).map_err(|payload| {
+        let text = payload_text(payload.as_ref());
+        match LOCATION.take() {
+            Some(at) => format!("the test's driver failed: {text} ({at})"),
+            None => format!("the test's driver failed: {text}"),
+        }
+    })
 }
 
 /// A panic on a test's thread is reported with the test, so the hook only keeps where it happened;

@@ -84,9 +84,18 @@ pub fn fixture(chapter: &str) -> Option<String> {
 }
 
 /// A trace an expected graph allows, for tests of the comparison: its first alternative's steps in
-/// order, each freedom filled with a value it accepts.
+/// order, each freedom filled with a value it accepts; for a test of several instances, each instance's
+/// sample after its mark, as a harness writes them.
 #[cfg(test)]
 pub fn sample(expected: &Value) -> Vec<Value> {
+    if let Some(runs) = expected["runs"].as_array() {
+        let mut trace = Vec::new();
+        for (index, run) in runs.iter().enumerate() {
+            trace.push(serde_json::json!({ "kind": "instance", "index": index }));
+            trace.extend(sample(run));
+        }
+        return trace;
+    }
     let steps = expected["alternatives"][0]["steps"]
         .as_array()
         .cloned()

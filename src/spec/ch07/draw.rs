@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
+use super::cover::{self, Row};
 use super::scenario::{Count, MaxSteps, Scenario, TurnTemplate};
 use super::wire;
 use crate::spec::rng::Rng;
@@ -30,13 +31,15 @@ const PHRASES: &[&str] = &[
     "😀 emoji too",
 ];
 
-/// The instance of `scenario` drawn by `rng`.
-pub fn draw(scenario: &Scenario, rng: &mut Rng) -> Value {
-    Drawing::new(rng).instance(scenario)
+/// The instance of `scenario` drawn by `rng`, with the values `row` fixes (see `cover.rs`).
+pub fn draw(scenario: &Scenario, row: &Row, rng: &mut Rng) -> Value {
+    Drawing::new(rng, row).instance(scenario)
 }
 
 struct Drawing<'r> {
     rng: &'r mut Rng,
+    /// The values this instance must take; every other count is drawn.
+    row: &'r Row,
     used_ids: BTreeSet<String>,
     used_names: BTreeSet<String>,
     registry: Vec<String>,
@@ -45,15 +48,11 @@ struct Drawing<'r> {
     plan: Vec<Value>,
 }
 
-fn count(rng: &mut Rng, count: Option<Count>, default: u64) -> u64 {
-    let (low, high) = count.map_or((default, default), Count::range);
-    rng.between(low, high)
-}
-
 impl<'r> Drawing<'r> {
-    fn new(rng: &'r mut Rng) -> Self {
+    fn new(rng: &'r mut Rng, row: &'r Row) -> Self {
         Drawing {
             rng,
+            row,
             used_ids: BTreeSet::new(),
             used_names: BTreeSet::new(),
             registry: Vec::new(),
@@ -63,12 +62,21 @@ impl<'r> Drawing<'r> {
         }
     }
 
+    /// The count `key` takes: the row's value, or one drawn from the template's range.
+    fn count(&mut self, key: &str, count: Option<Count>, default: u64) -> u64 {
+        if let Some(v) = self.row.get(key) {
+            return *v;
+        }
+        let (low, high) = count.map_or((default, default), Count::range);
+        self.rng.between(low, high)
+    }
+
     fn instance(mut self, s: &Scenario) -> Value {
         let system_prompt = format!(
             "  You are {}, a careful coding agent.\n",
             self.rng.pick(&["pi", "a helper", "the agent"])
         ) + &format!("Session marker {}.\n", self.rng.token(8));
-        let history = count(self.rng, s.history, 1).max(1);
+        let history = self.count("history", s.history, 1).max(1);
         let caller: Vec<Value> = (0..history)
             .map(|i| match (history - 1 - i) % 2 {
                 0 => wire::user(&self.sentence()),
@@ -78,8 +86,8 @@ impl<'r> Drawing<'r> {
 
         let mut turns = Vec::new();
         let mut previous: Option<(Value, Vec<Value>, Vec<Value>)> = None;
-        for template in &s.turns {
-            let repeat = count(self.rng, template.repeat, 1);
+        for (index, template) in s.turns.iter().enumerate() {
+            let repeat = self.count(&cover::turn_key(index, "repeat"), template.repeat, 1);
             for _ in 0..repeat {
                 let turn = match template.reply.as_str() {
                     "same_as_previous" => {
@@ -88,7 +96,7 @@ impl<'r> Drawing<'r> {
                         self.again(&message, behaviours.clone());
                         (message, events, behaviours)
                     }
-                    _ => self.turn(template),
+                    _ => self.turn(index, template),
                 };
                 let (message, events, _) = &turn;
                 turns.push(json!({
@@ -102,7 +110,7 @@ impl<'r> Drawing<'r> {
             }
         }
 
-        let extra = count(self.rng, s.tools, 0);
+        let extra = self.count("tools", s.tools, 0);
         for _ in 0..extra {
             let name = self.name();
             self.registry.push(name);
@@ -123,7 +131,7 @@ impl<'r> Drawing<'r> {
                 );
                 json!(turns.len())
             }
-            Some(MaxSteps::Count(c)) => json!(count(self.rng, Some(*c), 1)),
+            Some(MaxSteps::Count(c)) => json!(self.count("max_steps", Some(*c), 1)),
         };
         json!({
             "test": s.name,
@@ -183,7 +191,8 @@ impl<'r> Drawing<'r> {
     }
 
     /// One turn: its final message, the events streamed before it, the behaviours of its calls.
-    fn turn(&mut self, t: &TurnTemplate) -> (Value, Vec<Value>, Vec<Value>) {
+    fn turn(&mut self, index: usize, t: &TurnTemplate) -> (Value, Vec<Value>, Vec<Value>) {
+        let key = |knob: &str| cover::turn_key(index, knob);
         let reply = t.reply.as_str();
         let stop_reason = match reply {
             "text" | "stop_with_calls" => "stop",
@@ -192,7 +201,7 @@ impl<'r> Drawing<'r> {
         };
         let n = match reply {
             "text" | "tool_use_no_calls" => 0,
-            _ => count(self.rng, t.calls, 1),
+            _ => self.count(&key("calls"), t.calls, 1),
         };
         let via = t.via.as_deref().unwrap_or("executor");
         let mut content = Vec::new();
@@ -228,7 +237,11 @@ impl<'r> Drawing<'r> {
             }
         }
         // Text beside the calls goes before them, after them, or both, as a model writes it.
-        if t.text && !calls.is_empty() && self.rng.chance(50) {
+        let after = match self.row.get(&key("text_at")) {
+            Some(at) => *at == cover::TEXT_AFTER,
+            None => self.rng.chance(50),
+        };
+        if t.text && !calls.is_empty() && after {
             let tail = content.pop();
             content.extend(calls.iter().cloned());
             content.extend(tail);
@@ -261,7 +274,7 @@ impl<'r> Drawing<'r> {
                     .outcomes
                     .get(i % t.outcomes.len().max(1))
                     .map_or("ok", String::as_str);
-                let progress_count = count(self.rng, t.progress, 0);
+                let progress_count = self.count(&key("progress"), t.progress, 0);
                 let progress: Vec<Value> = (0..progress_count)
                     .map(|_| Value::Array(self.texts(1, 2)))
                     .collect();

@@ -1,6 +1,7 @@
 //! Chapter 07's executable specification: its scenario templates drawn into instances, and the trace
 //! each instance must produce. A new chapter adds a module like this one and its data, nothing else.
 
+mod cover;
 mod draw;
 mod expect;
 pub mod freedoms;
@@ -15,46 +16,59 @@ use super::{Case, Rng};
 const RULES: &str = include_str!("../../../chapters/07-agent-loop/rules.toml");
 const CHAPTER: &str = include_str!("../../../chapters/07-agent-loop/chapter.toml");
 
-/// Every scenario of the chapter drawn with `seed`, in the order of the file.
+/// Every scenario of the chapter drawn with `seed`, in the order of the file. Each test holds the
+/// instances of its covering rows and one drawn freely, in an order the seed draws (see `cover.rs`).
 pub fn cases(seed: u64) -> Vec<Case> {
     let root = Rng::new(seed);
     let rules = rules();
     scenario::all()
         .into_iter()
         .map(|s| {
-            let instance = draw::draw(&s, &mut root.fork(&s.name));
-            let expected = expected(&instance, &rules);
+            let mut rng = root.fork(&s.name);
+            let mut rows = cover::rows(&cover::dimensions(&s));
+            rows.push(cover::Row::new());
+            rng.shuffle(&mut rows);
+            let instances: Vec<Value> = rows
+                .iter()
+                .map(|row| draw::draw(&s, row, &mut rng))
+                .collect();
+            let expected = expected(&instances, &rows, &rules);
             Case {
                 name: s.name,
                 group: s.group,
                 about: s.about,
-                instance,
+                instance: json!({ "runs": instances }),
                 expected,
             }
         })
         .collect()
 }
 
-/// The expected trace of `instance`: its alternatives, and the rules their steps name.
-fn expected(instance: &Value, rules: &Map<String, Value>) -> Value {
-    let alternatives = expect::alternatives(instance);
+/// The expected traces of a test's instances: each one's alternatives and what its row covers, and the
+/// rules their steps name.
+fn expected(instances: &[Value], rows: &[cover::Row], rules: &Map<String, Value>) -> Value {
     let mut used = Map::new();
-    for step in alternatives.iter().flatten() {
-        let mut names = vec![step["rule"].as_str().unwrap_or_default().to_string()];
-        if let Some(paths) = step["path_rules"].as_object() {
-            names.extend(paths.values().filter_map(Value::as_str).map(str::to_string));
-        }
-        for name in names {
-            if let Some(rule) = rules.get(&name) {
-                used.insert(name, rule.clone());
+    let mut runs = Vec::new();
+    for (instance, row) in instances.iter().zip(rows) {
+        let alternatives = expect::alternatives(instance);
+        for step in alternatives.iter().flatten() {
+            let mut names = vec![step["rule"].as_str().unwrap_or_default().to_string()];
+            if let Some(paths) = step["path_rules"].as_object() {
+                names.extend(paths.values().filter_map(Value::as_str).map(str::to_string));
+            }
+            for name in names {
+                if let Some(rule) = rules.get(&name) {
+                    used.insert(name, rule.clone());
+                }
             }
         }
+        let alternatives: Vec<Value> = alternatives
+            .into_iter()
+            .map(|steps| json!({ "steps": steps }))
+            .collect();
+        runs.push(json!({ "alternatives": alternatives, "about": cover::about(row) }));
     }
-    let alternatives: Vec<Value> = alternatives
-        .into_iter()
-        .map(|steps| json!({ "steps": steps }))
-        .collect();
-    json!({ "alternatives": alternatives, "rules": used })
+    json!({ "runs": runs, "rules": used })
 }
 
 #[derive(Deserialize)]
@@ -131,7 +145,11 @@ mod tests {
     fn every_rule_a_step_names_exists() {
         let rules = rules();
         for case in cases(3) {
-            for alt in case.expected["alternatives"].as_array().unwrap() {
+            let runs = case.expected["runs"].as_array().unwrap();
+            for alt in runs
+                .iter()
+                .flat_map(|r| r["alternatives"].as_array().unwrap())
+            {
                 for step in alt["steps"].as_array().unwrap() {
                     let rule = step["rule"].as_str().unwrap();
                     assert!(rules.contains_key(rule), "{}: rule {rule}", case.name);

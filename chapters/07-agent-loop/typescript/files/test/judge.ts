@@ -49,19 +49,111 @@ export interface Mismatch {
   actual: string;
 }
 
+// 一个测试有多个实例时（{"runs": [...]}），harness 在每个实例的步骤之前写下的一步：
+// {"kind": "instance", "index": k}。每个实例单独比较：全部通过才算通过，第一个偏离的实例决定信息。
+// The step a harness writes before each instance's steps when a test holds several (`{"runs": [...]}`).
+// Each instance is judged by itself: the test passes when every one does; the first to diverge decides.
+export const INSTANCE = "instance";
+
 // 比较 trace 和 expected，用 lang 说出第一处分歧；轨迹是本章允许的时返回 undefined。
 // Compares `trace` with `expected` and explains the first divergence in `lang`; undefined when the trace
 // is one the chapter allows.
 export function judge(expected: Value, trace: readonly Value[], lang: Lang): string | undefined {
-  const divergence = compare(expected, trace);
+  const { instance, divergence } = focus(expected, trace);
   if (divergence === undefined) return undefined;
-  return message(expected, trace, divergence, lang);
+  return explain(instance, divergence, lang);
+}
+
+// 比较 trace 和 expected：允许时返回 undefined，否则是第一处分歧（多个实例时，第一个偏离的实例的）。
+// Compares `trace` with `expected`: undefined when allowed, else the first divergence (of the first
+// instance that diverges, for a test of several).
+export function compare(expected: Value, trace: readonly Value[]): Divergence | undefined {
+  return focus(expected, trace).divergence;
+}
+
+// 比较器眼中的一个实例：期望的图、它的步骤、以及（有多个时）它是第几个、共几个、覆盖了什么。
+// One instance as the comparison sees it: its graph, its steps, and which one it is when there are several.
+interface Instance {
+  expected: Value;
+  steps: readonly Value[];
+  which: { number: number; of: number; about: Value } | undefined;
+}
+
+function explain(instance: Instance, d: Divergence, lang: Lang): string {
+  const body = messageOne(instance.expected, instance.steps, d, lang);
+  const which = instance.which;
+  if (which === undefined) return body;
+  const about = (l: string): string | undefined => {
+    const a = get(which.about, l);
+    return typeof a === "string" && a !== "" ? a : undefined;
+  };
+  const zh = about("zh");
+  const en = about("en");
+  const line = pick(
+    lang,
+    zh !== undefined ? `  实例：第 ${which.number} 个，共 ${which.of} 个（${zh}）` : `  实例：第 ${which.number} 个，共 ${which.of} 个`,
+    en !== undefined ? `  instance: ${which.number} of ${which.of} (${en})` : `  instance: ${which.number} of ${which.of}`,
+  );
+  // 第一行说运行在哪里离开了规则（一行的报告只显示它），接着是哪一个实例。
+  // The first line says where the run left the rules (a one-line report shows only it); the instance next.
+  const cut = body.indexOf("\n");
+  if (cut === -1) return `${body}\n${line}`;
+  return `${body.slice(0, cut)}\n${line}\n${body.slice(cut + 1)}`;
+}
+
+function isInstanceMark(step: Value): boolean {
+  return get(step, "kind") === INSTANCE;
+}
+
+// 一个测试的实例：一个，或 runs 的每一个和它的标记之后的步骤。第一个标记之前的步骤归第一个实例，
+// 最后一个实例之后多出的标记留在最后一个实例的步骤里：两种情况下那个实例都在那里偏离。
+// The instances of a test: one, or each of `runs` with the steps after its mark. Steps before the first
+// mark go to the first instance; marks past the last instance stay in its steps: either way it diverges.
+function instances(expected: Value, trace: readonly Value[]): Instance[] {
+  const runs = asArray(get(expected, "runs"));
+  if (runs === undefined) return [{ expected, steps: trace, which: undefined }];
+  const segments: Value[][] = [[]];
+  let marks = 0;
+  for (const step of trace) {
+    if (isInstanceMark(step)) {
+      marks += 1;
+      if (marks === 1) continue;
+      if (segments.length < runs.length) {
+        segments.push([]);
+        continue;
+      }
+    }
+    segments[segments.length - 1]!.push(step);
+  }
+  const shared: JsonObject = {};
+  if (isObject(expected)) {
+    for (const key of keysOf(expected)) if (key !== "runs") shared[key] = expected[key];
+  }
+  return runs.map((run, i) => ({
+    expected: { ...shared, alternatives: get(run, "alternatives") ?? null },
+    steps: segments[i] ?? [],
+    which: { number: i + 1, of: runs.length, about: get(run, "about") },
+  }));
+}
+
+// 决定结论的实例和它的比较：第一个偏离的，否则最后一个。/ The instance that decides: the first to diverge, else the last.
+function focus(expected: Value, trace: readonly Value[]): { instance: Instance; divergence: Divergence | undefined } {
+  const all = instances(expected, trace);
+  if (all.length === 0) {
+    const none: Instance = { expected: null, steps: trace, which: undefined };
+    return { instance: none, divergence: compareOne(none.expected, none.steps) };
+  }
+  for (const instance of all) {
+    const divergence = compareOne(instance.expected, instance.steps);
+    if (divergence !== undefined) return { instance, divergence };
+  }
+  return { instance: all[all.length - 1]!, divergence: undefined };
 }
 
 // 和 expected 的每条路径比较：有一条匹配整条轨迹时返回 undefined，否则返回走得最远的那条的分歧。
 // Compares `trace` with every alternative of `expected`: undefined when one of them matches the whole
 // trace, otherwise the divergence of the alternative that went furthest.
-export function compare(expected: Value, trace: readonly Value[]): Divergence | undefined {
+function compareOne(expected: Value, trace: readonly Value[]): Divergence | undefined {
   const alternatives = asArray(get(expected, "alternatives")) ?? [];
   let furthest: Divergence | undefined;
   for (const alternative of alternatives) {
@@ -553,7 +645,13 @@ function testLab(expected: Value): { own: string; group: Value } | undefined {
 // 到那里为止的运行。
 // The divergence explained: where the run left the chapter's rules, what was expected there, what
 // happened, which rule that is and whose Lab, and the run so far.
+// d 是 compare 对同一 expected 和 trace 找到的；多个实例时，信息先说出是哪一个。
+// `d` is what compare found for the same expected and trace; for several instances the message names it.
 export function message(expected: Value, trace: readonly Value[], d: Divergence, lang: Lang): string {
+  return explain(focus(expected, trace).instance, d, lang);
+}
+
+function messageOne(expected: Value, trace: readonly Value[], d: Divergence, lang: Lang): string {
   const rules = get(expected, "rules");
   const rule = isObject(rules) && hasOwn(rules, d.rule) ? rules[d.rule] : undefined;
   const ruleText = (l: string) => {

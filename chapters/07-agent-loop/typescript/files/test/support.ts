@@ -21,9 +21,9 @@ import * as nodeTest from "node:test";
 
 import type { Instance } from "./instance.js";
 import { readInstance, withDefaults } from "./instance.js";
-import { judge } from "./judge.js";
+import { INSTANCE, judge } from "./judge.js";
 import { drive } from "./run.js";
-import { parse, SafeError, stringify } from "./safe.js";
+import { isArray, parse, SafeError, stringify } from "./safe.js";
 
 // 学习者的循环在测试运行时才加载，测试文件加载时从不加载：评分时，所有测试在任何学习者代码运行之前就已
 // 登记、封存。驱动程序用的内置函数也在那之前取好（safe.ts）。
@@ -63,7 +63,7 @@ const GROUPS: Record<string, string> = {
 interface Fixture {
   version: number;
   seed: number;
-  tests: { name: string; group: string; instance: Instance; expected: Record<string, unknown> }[];
+  tests: { name: string; group: string; instance: Instance | { runs: Instance[] }; expected: Record<string, unknown> }[];
 }
 
 // pi-course practice 用固定的种子写下的场景：每个测试的实例和期望的轨迹（带着它用到的规则的文字）。
@@ -84,14 +84,29 @@ export function registerGroup(slug: string): void {
         await drive(readInstance(instance), learnerLoop, onStep);
       });
     } else {
-      nodeTest.test(name, () => byHand(name, withDefaults(test.instance), test.expected));
+      nodeTest.test(name, () => byHand(name, test.instance, test.expected));
     }
   }
 }
 
-async function byHand(name: string, instance: Instance, expected: unknown): Promise<void> {
+// 一个测试可以有多个实例（{"runs": [...]}）：依次运行，每个之前记下一步 {"kind": "instance"}，和评分时
+// harness 做的一样。/ A test may hold several instances: run in turn, each after an instance step, as graded.
+async function byHand(name: string, instance: unknown, expected: unknown): Promise<void> {
   const show = process.env["PI_COURSE_TRACE"] === "1";
-  const trace = await drive(instance, learnerLoop, show ? (json) => process.stderr.write(`${name}: ${json}\n`) : undefined);
+  const onStep = show ? (json: string) => process.stderr.write(`${name}: ${json}\n`) : undefined;
+  const runs = (instance as { runs?: unknown }).runs;
+  const trace: unknown[] = [];
+  if (isArray(runs)) {
+    for (let index = 0; index < runs.length; index++) {
+      trace.push({ kind: INSTANCE, index });
+      const steps = await drive(withDefaults(runs[index] as Instance), learnerLoop, onStep);
+      trace.push(...steps);
+      // 一个实例卡住后不再运行后面的，和评分时一样。/ After a hung instance the rest do not run, as graded.
+      if (steps.length > 0 && steps[steps.length - 1]!.kind === "hang") break;
+    }
+  } else {
+    trace.push(...(await drive(withDefaults(instance as Instance), learnerLoop, onStep)));
+  }
   // 评分器读到的是每一步的 JSON：这里也比较它读回的样子。/ The grader reads each step's JSON: so does this.
   const message = judge(expected, trace.map((step) => parse(stringify(step))), lang());
   if (message === undefined) return;
