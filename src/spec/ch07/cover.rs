@@ -54,8 +54,18 @@ pub fn dimensions(s: &Scenario) -> Vec<Dimension> {
         dims.extend(range(turn_key(i, "repeat"), t.repeat));
         dims.extend(range(turn_key(i, "calls"), t.calls));
         dims.extend(range(turn_key(i, "progress"), t.progress));
+        let replies = t.reply.all();
+        if replies.len() > 1 {
+            dims.push(Dimension {
+                key: turn_key(i, "reply"),
+                values: (0..replies.len() as u64).collect(),
+            });
+        }
         let may_have_calls = t.calls.is_none_or(|c| c.range().1 > 0);
-        if t.text && may_have_calls && !matches!(t.reply.as_str(), "text" | "tool_use_no_calls") {
+        let calls_reply = replies
+            .iter()
+            .any(|r| !matches!(*r, "text" | "tool_use_no_calls"));
+        if t.text && may_have_calls && calls_reply {
             dims.push(Dimension {
                 key: turn_key(i, "text_at"),
                 values: vec![TEXT_BEFORE, TEXT_AFTER],
@@ -161,6 +171,10 @@ pub fn about(row: &Row) -> Value {
             "text_at" if *v == TEXT_AFTER => (
                 format!("第 {reply} 个回复的文字在调用之后"),
                 format!("the text of reply {reply} after its calls"),
+            ),
+            "reply" => (
+                format!("第 {reply} 个回复取第 {} 种", v + 1),
+                format!("reply {reply} of kind {}", v + 1),
             ),
             "text_at" => (
                 format!("第 {reply} 个回复的文字在调用之前"),

@@ -31,34 +31,63 @@ const PHRASES: &[&str] = &[
     "😀 emoji too",
 ];
 
-/// The instance of `scenario` drawn by `rng`, with the values `row` fixes (see `cover.rs`).
-pub fn draw(scenario: &Scenario, row: &Row, rng: &mut Rng) -> Value {
-    Drawing::new(rng, row).instance(scenario)
+/// The kinds of `details` a tool's result carries: null, {}, an object, a list, a number, none at all.
+const DETAILS_KINDS: usize = 6;
+
+/// Cards dealt in a shuffled order, every card once before any card again: the phrases and the kinds
+/// of details one test's instances draw, so that a test with as many draws as cards reaches them all.
+#[derive(Debug, Default)]
+pub struct Decks {
+    phrases: Vec<usize>,
+    details: Vec<usize>,
+    failures: Vec<usize>,
+}
+
+/// The shapes of a failure's message: one line with quotes, several lines, none at all.
+const FAILURE_SHAPES: usize = 3;
+
+fn deal(deck: &mut Vec<usize>, cards: usize, rng: &mut Rng) -> usize {
+    if deck.is_empty() {
+        *deck = (0..cards).collect();
+        rng.shuffle(deck);
+    }
+    deck.pop().expect("a deck of cards")
+}
+
+/// The instance of `scenario` drawn by `rng`, with the values `row` fixes (see `cover.rs`); `decks`
+/// carries on from the test's earlier instances.
+pub fn draw(scenario: &Scenario, row: &Row, rng: &mut Rng, decks: &mut Decks) -> Value {
+    Drawing::new(rng, row, decks).instance(scenario)
 }
 
 struct Drawing<'r> {
     rng: &'r mut Rng,
     /// The values this instance must take; every other count is drawn.
     row: &'r Row,
+    decks: &'r mut Decks,
     used_ids: BTreeSet<String>,
     used_names: BTreeSet<String>,
     registry: Vec<String>,
     calls: BTreeMap<String, Vec<Value>>,
     tool_runs: BTreeMap<String, Vec<Value>>,
     plan: Vec<Value>,
+    /// How many behaviours this instance has drawn.
+    behaviours: u64,
 }
 
 impl<'r> Drawing<'r> {
-    fn new(rng: &'r mut Rng, row: &'r Row) -> Self {
+    fn new(rng: &'r mut Rng, row: &'r Row, decks: &'r mut Decks) -> Self {
         Drawing {
             rng,
             row,
+            decks,
             used_ids: BTreeSet::new(),
             used_names: BTreeSet::new(),
             registry: Vec::new(),
             calls: BTreeMap::new(),
             tool_runs: BTreeMap::new(),
             plan: Vec::new(),
+            behaviours: 0,
         }
     }
 
@@ -88,15 +117,20 @@ impl<'r> Drawing<'r> {
         let mut previous: Option<(Value, Vec<Value>, Vec<Value>)> = None;
         for (index, template) in s.turns.iter().enumerate() {
             let repeat = self.count(&cover::turn_key(index, "repeat"), template.repeat, 1);
+            let replies = template.reply.all();
+            let reply = match self.row.get(&cover::turn_key(index, "reply")) {
+                Some(i) => replies[*i as usize],
+                None => *self.rng.pick(&replies),
+            };
             for _ in 0..repeat {
-                let turn = match template.reply.as_str() {
+                let turn = match reply {
                     "same_as_previous" => {
                         let (message, events, behaviours) =
                             previous.clone().expect("same_as_previous follows a turn");
                         self.again(&message, behaviours.clone());
                         (message, events, behaviours)
                     }
-                    _ => self.turn(index, template),
+                    _ => self.turn(index, reply, template),
                 };
                 let (message, events, _) = &turn;
                 turns.push(json!({
@@ -141,6 +175,7 @@ impl<'r> Drawing<'r> {
             "executor": s.executor.unwrap_or(false),
             "signal": s.signal.unwrap_or(true),
             "pre_abort": s.pre_abort,
+            "edit_at_start": s.edit_at_start,
             "max_steps": max_steps,
             "on_event": s.on_event.unwrap_or(true),
             "turns": turns,
@@ -151,8 +186,22 @@ impl<'r> Drawing<'r> {
         })
     }
 
+    /// A failure's message, in the shape the deck deals: `line` as it is, over several lines, or empty.
+    /// Every failure text must carry it whole, whatever its shape.
+    fn failure(&mut self, line: &str) -> String {
+        match deal(&mut self.decks.failures, FAILURE_SHAPES, self.rng) {
+            0 => line.to_string(),
+            1 => format!(
+                "{line}\n  while writing {}\n  (retry later)",
+                self.rng.token(4)
+            ),
+            _ => String::new(),
+        }
+    }
+
     fn sentence(&mut self) -> String {
-        format!("{} ({})", self.rng.pick(PHRASES), self.rng.token(5))
+        let phrase = PHRASES[deal(&mut self.decks.phrases, PHRASES.len(), self.rng)];
+        format!("{phrase} ({})", self.rng.token(5))
     }
 
     fn id(&mut self) -> String {
@@ -178,22 +227,30 @@ impl<'r> Drawing<'r> {
         (0..n).map(|_| wire::text(&self.sentence())).collect()
     }
 
-    fn details(&mut self) -> Value {
-        match self.rng.between(0, 4) {
-            0 => Value::Null,
-            1 => json!({}),
-            2 => {
-                json!({ "lines": [1, 2, self.rng.between(3, 99)], "path": format!("/src/{}.rs", self.rng.token(4)) })
-            }
-            3 => json!([self.rng.token(3), { "nested": { "ok": true } }]),
-            _ => json!(self.rng.between(0, 1000)),
-        }
+    /// A result's details, of the kind the deck deals; `None`: the result has no `details` key at all.
+    fn details(&mut self) -> Option<Value> {
+        Some(
+            match deal(&mut self.decks.details, DETAILS_KINDS, self.rng) {
+                0 => Value::Null,
+                1 => json!({}),
+                2 => {
+                    json!({ "lines": [1, 2, self.rng.between(3, 99)], "path": format!("/src/{}.rs", self.rng.token(4)) })
+                }
+                3 => json!([self.rng.token(3), { "nested": { "ok": true } }]),
+                4 => json!(self.rng.between(0, 1000)),
+                _ => return None,
+            },
+        )
     }
 
     /// One turn: its final message, the events streamed before it, the behaviours of its calls.
-    fn turn(&mut self, index: usize, t: &TurnTemplate) -> (Value, Vec<Value>, Vec<Value>) {
+    fn turn(
+        &mut self,
+        index: usize,
+        reply: &str,
+        t: &TurnTemplate,
+    ) -> (Value, Vec<Value>, Vec<Value>) {
         let key = |knob: &str| cover::turn_key(index, knob);
-        let reply = t.reply.as_str();
         let stop_reason = match reply {
             "text" | "stop_with_calls" => "stop",
             "tool_use" | "tool_use_no_calls" => "toolUse",
@@ -279,10 +336,15 @@ impl<'r> Drawing<'r> {
                     .map(|_| Value::Array(self.texts(1, 2)))
                     .collect();
                 let outcome = self.outcome(outcome, via, &id, &name);
+                // Every other behaviour, from the instance's first, reports inside the call that starts
+                // it: a loop that emits tool_start only after starting its tool is seen in every grade.
+                let sync = self.behaviours.is_multiple_of(2);
+                self.behaviours += 1;
                 let behaviour = json!({
                     "progress": progress,
                     "gate": t.gated,
                     "cancel_run": t.cancel_run == Some(i),
+                    "sync": sync,
                     "outcome": outcome,
                 });
                 let reference = match via {
@@ -325,22 +387,58 @@ impl<'r> Drawing<'r> {
 
     fn outcome(&mut self, outcome: &str, via: &str, id: &str, name: &str) -> Value {
         let content = self.texts(1, 3);
-        let details = self.details();
+        // Only a result has details: a failure draws none, so the deck deals its kinds to results.
+        let ok = !matches!(outcome, "error" | "panic" | "throw_value" | "panic_value");
+        let details = if ok { self.details() } else { None };
+        let without_key = |mut value: Value| {
+            if details.is_none() {
+                if let Some(o) = value.as_object_mut() {
+                    o.remove("details");
+                }
+            }
+            value
+        };
+        let details_value = details.clone().unwrap_or(Value::Null);
         match (outcome, via) {
             // Every failure text holds a quote: written with Debug (`{:?}`), it would be escaped, and no
             // longer the message as it is.
-            ("error", _) => json!({ "error": {
-                "message": format!("disk \"full\" on /dev/{}", self.rng.token(5)),
-                "debug": format!("DiskFull {{ device: {:?} }}", self.rng.token(7)),
-            }}),
-            ("panic", _) => json!({ "panic": format!("tool \"{}\" crashed", self.rng.token(6)) }),
+            ("error", _) => {
+                let line = format!("disk \"full\" on /dev/{}", self.rng.token(5));
+                json!({ "error": {
+                    "message": self.failure(&line),
+                    "debug": format!("DiskFull {{ device: {:?} }}", self.rng.token(7)),
+                }})
+            }
+            ("panic", _) => {
+                let line = format!("tool \"{}\" crashed", self.rng.token(6));
+                json!({ "panic": self.failure(&line) })
+            }
             ("throw_value", _) => {
-                json!({ "throw_value": format!("thrown \"value\" {}", self.rng.token(6)) })
+                let line = format!("thrown \"value\" {}", self.rng.token(6));
+                json!({ "throw_value": self.failure(&line) })
             }
-            (_, "registry") => json!({ "ok": { "content": content, "details": details } }),
-            (kind, _) => {
-                json!({ "ok": wire::tool_result(id, name, content, details, kind == "ok_error_result") })
+            // A payload that is no text at all: a number, null, an object, a list or a boolean.
+            ("panic_value", _) => {
+                let n = self.rng.between(1, 999);
+                let value = match self.rng.between(0, 4) {
+                    0 => json!(n),
+                    1 => Value::Null,
+                    2 => json!({ "code": n }),
+                    3 => json!([n, self.rng.token(3)]),
+                    _ => json!(n.is_multiple_of(2)),
+                };
+                json!({ "panic_value": value })
             }
+            (_, "registry") => {
+                json!({ "ok": without_key(json!({ "content": content, "details": details_value })) })
+            }
+            (kind, _) => json!({ "ok": without_key(wire::tool_result(
+                id,
+                name,
+                content,
+                details_value,
+                kind == "ok_error_result"
+            )) }),
         }
     }
 

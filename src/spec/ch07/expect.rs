@@ -121,7 +121,14 @@ impl Sim {
             },
             transcript: instance["caller"].as_array().cloned().unwrap_or_default(),
             caller_prompt: text_of(&instance["system_prompt"]),
-            caller_messages: instance["caller"].as_array().cloned().unwrap_or_default(),
+            caller_messages: {
+                let mut messages = instance["caller"].as_array().cloned().unwrap_or_default();
+                // The caller's edit right after the run started: in its context, never in the run's.
+                if instance["edit_at_start"] == true {
+                    messages.push(wire::user(EDIT));
+                }
+                messages
+            },
             edited: false,
             aborted: false,
             steps: 0,
@@ -274,8 +281,15 @@ impl Sim {
             "steps": self.steps,
             "messages": self.transcript.clone(),
             "caller": { "system_prompt": self.caller_prompt.clone(), "messages": self.caller_messages.clone() },
+            // Whether the caller's signal is aborted once the run returned: only if the test aborted it.
+            // A run handed no signal has none the caller holds (TypeScript records none).
+            "signal_aborted": match self.instance["signal"] == true {
+                true => json!(self.aborted),
+                false => json!({ "$absent_or": false }),
+            },
         });
-        let path_rules = json!({ "caller": "caller-untouched", "messages": "result", "steps": rule, "reason": rule });
+        let path_rules = json!({ "caller": "caller-untouched", "messages": "result", "steps": rule, "reason": rule,
+                                 "signal_aborted": "signal-read-only" });
         self.graph.then_with(result, rule, path_rules);
         self.ended = true;
     }
@@ -370,7 +384,7 @@ impl Sim {
                 (None, false) => {
                     // The built-in executor answers a call to an unknown tool itself.
                     let text = format!("Tool \"{name}\" not found");
-                    wire::tool_result(&id, &name, vec![wire::text(&text)], Value::Null, true)
+                    wire::tool_result(&id, &name, vec![wire::text(&text)], no_details(), true)
                 }
                 (None, true) => unplanned(&id, &name),
                 (Some(b), _) => result_of(call, &b["outcome"], executor, &format!("{turn}:{i}")),
@@ -573,7 +587,7 @@ fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value 
     let id = text_of(&call["id"]);
     let name = text_of(&call["name"]);
     if let Some(ok) = outcome.get("ok") {
-        return match executor {
+        let mut result = match executor {
             true => ok.clone(),
             false => wire::tool_result(
                 &id,
@@ -583,6 +597,12 @@ fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value 
                 false,
             ),
         };
+        // A result with no details passes through with none; Rust's surface cannot leave the key out
+        // (it reads null).
+        if ok.get("details").is_none() {
+            result["details"] = no_details();
+        }
+        return result;
     }
     let (message, debug) = match outcome.as_object().and_then(|o| o.iter().next()) {
         Some((kind, v)) if kind == "error" => (text_of(&v["message"]), Some(text_of(&v["debug"]))),
@@ -590,8 +610,8 @@ fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value 
         None => (String::new(), None),
     };
     if !executor {
-        // The built-in executor's own wording: the error's message, as is.
-        return wire::tool_result(&id, &name, vec![wire::text(&message)], Value::Null, true);
+        // The built-in executor's own wording: the error's message, as is, and no details.
+        return wire::tool_result(&id, &name, vec![wire::text(&message)], no_details(), true);
     }
     let without: Vec<String> = debug.into_iter().collect();
     let without = json!(without);
@@ -603,10 +623,16 @@ fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value 
             "$bind": format!("failure-text:{key}"),
             "$match": { "$carries": message, "$without": without, "$freedom": "failure-text" },
         }}],
-        "details": { "$bind": format!("failure-details:{key}"),
-                     "$match": { "$any": "failure-details", "$without": without, "$no_stack": true } },
+        // Free, or left out (a TypeScript result may have no details key at all).
+        "details": { "$absent_or": { "$bind": format!("failure-details:{key}"),
+                     "$match": { "$any": "failure-details", "$without": without, "$no_stack": true } } },
         "isError": true,
     })
+}
+
+/// A result without details: no `details` key, or `null` where a track's surface always has one (Rust).
+fn no_details() -> Value {
+    json!({ "$absent_or": null })
 }
 
 /// A call the driver had no behaviour for (it should never have run): the driver answers it at once.

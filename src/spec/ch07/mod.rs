@@ -6,6 +6,8 @@ mod draw;
 mod expect;
 pub mod freedoms;
 mod scenario;
+#[cfg(test)]
+mod space;
 mod wire;
 
 use serde::Deserialize;
@@ -28,9 +30,10 @@ pub fn cases(seed: u64) -> Vec<Case> {
             let mut rows = cover::rows(&cover::dimensions(&s));
             rows.push(cover::Row::new());
             rng.shuffle(&mut rows);
+            let mut decks = draw::Decks::default();
             let instances: Vec<Value> = rows
                 .iter()
-                .map(|row| draw::draw(&s, row, &mut rng))
+                .map(|row| draw::draw(&s, row, &mut rng, &mut decks))
                 .collect();
             let expected = expected(&instances, &rows, &rules);
             Case {

@@ -54,13 +54,32 @@ pub struct Scenario {
     pub max_steps: Option<MaxSteps>,
     #[serde(default)]
     pub pre_abort: bool,
+    #[serde(default)]
+    pub edit_at_start: bool,
     pub turns: Vec<TurnTemplate>,
+}
+
+/// A reply kind, or a list of them: a dimension whose every value a grade reaches (`cover.rs`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Replies {
+    One(String),
+    Any(Vec<String>),
+}
+
+impl Replies {
+    pub fn all(&self) -> Vec<&str> {
+        match self {
+            Replies::One(r) => vec![r.as_str()],
+            Replies::Any(rs) => rs.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TurnTemplate {
-    pub reply: String,
+    pub reply: Replies,
     #[serde(default)]
     pub calls: Option<Count>,
     #[serde(default)]
@@ -116,7 +135,14 @@ mod tests {
         "tool_use_no_calls",
         "same_as_previous",
     ];
-    const OUTCOMES: &[&str] = &["ok", "ok_error_result", "error", "panic", "throw_value"];
+    const OUTCOMES: &[&str] = &[
+        "ok",
+        "ok_error_result",
+        "error",
+        "panic",
+        "throw_value",
+        "panic_value",
+    ];
     const GROUPS: &[&str] = &[
         "plain-stop",
         "single-tool",
@@ -147,12 +173,9 @@ mod tests {
                 s.name
             );
             for t in &s.turns {
-                assert!(
-                    REPLIES.contains(&t.reply.as_str()),
-                    "{}: reply {}",
-                    s.name,
-                    t.reply
-                );
+                for reply in t.reply.all() {
+                    assert!(REPLIES.contains(&reply), "{}: reply {reply}", s.name);
+                }
                 for o in &t.outcomes {
                     assert!(OUTCOMES.contains(&o.as_str()), "{}: outcome {o}", s.name);
                 }
@@ -160,6 +183,13 @@ mod tests {
                 assert!(
                     ["executor", "registry", "unknown"].contains(&via),
                     "{}",
+                    s.name
+                );
+                // A registry tool's steps name the tool, not the call: calls that share a tool and run
+                // at once could not be told apart in the trace.
+                assert!(
+                    !(t.same_name && via == "registry" && t.reply.all().contains(&"tool_use")),
+                    "{}: same_name runs through the injected executor only",
                     s.name
                 );
                 let release = t.release.as_deref().unwrap_or("in_order");

@@ -28,6 +28,9 @@ pub struct Instance {
     /// Abort the signal before the run starts.
     #[serde(default)]
     pub pre_abort: bool,
+    /// The caller adds a message to its context right after the run started (see `Scene::edit_messages`).
+    #[serde(default)]
+    pub edit_at_start: bool,
     pub max_steps: Option<usize>,
     pub on_event: bool,
     /// The answer to request n is `turns[n - 1]`.
@@ -66,6 +69,12 @@ pub struct Behavior<T> {
     pub gate: bool,
     #[serde(default)]
     pub cancel_run: bool,
+    /// The reports come inside the call that starts the tool (TypeScript: before it returns its
+    /// promise). A Rust tool's future plays them in its first poll either way, so this changes nothing
+    /// here.
+    #[serde(default)]
+    #[allow(dead_code)]
+    pub sync: bool,
     pub outcome: Outcome<T>,
 }
 
@@ -76,6 +85,8 @@ pub enum Outcome<T> {
     Error { message: String, debug: String },
     Panic(String),
     ThrowValue(String),
+    /// A panic whose payload is no text: the JSON value itself (a number, null, an object, ...).
+    PanicValue(Value),
 }
 
 /// A registry tool's output.

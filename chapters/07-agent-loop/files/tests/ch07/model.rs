@@ -29,6 +29,8 @@ pub struct DriverModel {
     requests: AtomicUsize,
     /// The driver's runtime, where paced streams run (the loop may call `stream` from any thread).
     runtime: Handle,
+    /// The instance's `edit_at_start`: the caller edits its messages at the first request.
+    pub edit_at_start: bool,
 }
 
 impl DriverModel {
@@ -44,6 +46,7 @@ impl DriverModel {
             exhausted,
             requests: AtomicUsize::new(0),
             runtime,
+            edit_at_start: false,
         }
     }
 }
@@ -62,6 +65,9 @@ impl Model for DriverModel {
         }
         if turn.edit_context {
             self.scene.edit_context();
+        }
+        if n == 1 && self.edit_at_start {
+            self.scene.edit_messages();
         }
         let events: Vec<ModelEvent> = turn.events.into_iter().map(ModelEvent::from).collect();
         if turn.paced {

@@ -51,12 +51,13 @@ pub fn run(run_loop: RunLoop, instance: &str, sink: Sink) {
         messages: instance.caller.clone(),
     };
     let scene = Arc::new(Scene::new(trace.clone(), caller, &mut instance));
-    let model = DriverModel::new(
+    let mut model = DriverModel::new(
         scene.clone(),
         std::mem::take(&mut instance.turns),
         instance.exhausted.clone(),
         runtime.handle().clone(),
     );
+    model.edit_at_start = instance.edit_at_start;
     let mut options = AgentLoopOptions::new(Arc::new(model), scene.context.clone());
     // The run's signal: with `signal`, one the driver makes and hands over; without, the one
     // `AgentLoopOptions::new` made. The driver keeps a clone either way, to tell it apart (tools.rs).
@@ -95,7 +96,11 @@ pub fn run(run_loop: RunLoop, instance: &str, sink: Sink) {
             panics::on_loop_thread();
             let outcome = handle.block_on(polled(run_loop, options));
             let step = match outcome {
-                Ok(result) => wire::result(&result, looping.caller_now()),
+                Ok(result) => wire::result(
+                    &result,
+                    looping.caller_now(),
+                    looping.signal().is_cancelled(),
+                ),
                 Err(payload) => panics::step(payload.as_ref()),
             };
             looping.trace.record_last(step);

@@ -132,6 +132,17 @@ impl Scene {
     /// A turn's `edit_context`: the caller changes its context while the model works (a user typing
     /// on). Needs the context's lock; a loop that holds it gets a `caller locked` step instead.
     pub fn edit_context(&self) {
+        self.edit(true);
+    }
+
+    /// `edit_at_start`: the caller adds a message to its context once the run has started (here, at
+    /// the first request: a Rust loop's future runs nothing before its first poll), with no step of
+    /// its own. A loop that copied the context at the start never shows it.
+    pub fn edit_messages(&self) {
+        self.edit(false);
+    }
+
+    fn edit(&self, whole: bool) {
         let _looking = lock(&self.looking);
         let mut shared = match self.context.try_lock() {
             Ok(shared) => shared,
@@ -144,9 +155,13 @@ impl Scene {
             }
         };
         shared.messages.push(Message::user(EDIT));
-        shared.system_prompt.push_str(EDIT);
+        if whole {
+            shared.system_prompt.push_str(EDIT);
+        }
         *lock(&self.left_there) = shared.clone();
-        self.record(json!({"kind": "driver", "action": "edit_context"}));
+        if whole {
+            self.record(json!({"kind": "driver", "action": "edit_context"}));
+        }
     }
 
     /// The caller's context after the run, or `null` if something still holds its lock.

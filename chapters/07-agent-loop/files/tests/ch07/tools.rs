@@ -147,6 +147,8 @@ async fn perform<T>(
         // `String` payload: a loop must read both.
         Outcome::Panic(text) => std::panic::panic_any(&*Box::leak(text.into_boxed_str())),
         Outcome::ThrowValue(text) => std::panic::panic_any(text),
+        // Neither `&str` nor `String`: a loop that can only show text payloads must still pair it.
+        Outcome::PanicValue(value) => std::panic::panic_any(value),
     }
 }
 
@@ -157,6 +159,7 @@ pub fn unscripted<T>(answer: T) -> Behavior<T> {
         progress: Vec::new(),
         gate: false,
         cancel_run: false,
+        sync: false,
         outcome: Outcome::Ok(answer),
     }
 }

@@ -130,12 +130,14 @@ pub fn request(n: usize, request: &ModelRequest) -> Value {
 
 /// The `result` step: what the run returned, and the caller's context as it is after the run (`null`
 /// when it could not be read: something still holds its lock).
-pub fn result(result: &AgentRunResult, caller: Value) -> Value {
+/// The run's result, the caller's context as it is now, and whether the caller's signal is aborted now.
+pub fn result(result: &AgentRunResult, caller: Value, signal_aborted: bool) -> Value {
     json!({
         "kind": "result",
         "reason": run_reason(result.reason),
         "steps": result.steps,
         "messages": messages(&result.messages),
         "caller": caller,
+        "signal_aborted": signal_aborted,
     })
 }

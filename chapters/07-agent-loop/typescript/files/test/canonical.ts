@@ -5,9 +5,9 @@
 // - 学习者给的值先变成纯 JSON 数据，只读一次（它的 toJSON 和 getter 在这里运行，之后不再碰它）；
 //   a learner's value becomes plain JSON data first, read once (its toJSON and getters run here, and
 //   it is never touched again);
-// - toolResult 总有 details（没有就是 null），errorMessage 只在设置了时出现（JSON 本就丢掉 undefined）；
-//   a toolResult always has `details` (null when absent); `errorMessage` appears only when set (JSON
-//   drops undefined already);
+// - details 和 errorMessage 只在有时出现（JSON 本就丢掉 undefined）：null 和没有这个键是两个不同的值；
+//   `details` and `errorMessage` appear only when set (JSON drops undefined already): null and no key at
+//   all are two different values;
 // - 已知形状的键按线上格式的顺序排列，多出来的键原样留在后面（它们也是观察到的）。
 //   the keys of a known shape come in wire order; extra keys stay, after them (they were observed too).
 
@@ -33,12 +33,11 @@ function isObject(value: Json | undefined): value is JsonObject {
 }
 
 // 先放 keys（有的才放），再放其余的键。/ `keys` first (those present), then every other key.
-function ordered(value: JsonObject, keys: readonly string[], fill: JsonObject = {}): JsonObject {
+function ordered(value: JsonObject, keys: readonly string[]): JsonObject {
   // Without a prototype, so a key named "__proto__" is kept as a key like any other.
   const out = create(null) as JsonObject;
   for (const key of keys) {
     if (hasOwn(value, key)) out[key] = value[key]!;
-    else if (hasOwn(fill, key)) out[key] = fill[key]!;
   }
   for (const key of ownKeys(value)) {
     if (typeof key === "string" && !hasOwn(out, key)) out[key] = value[key]!;
@@ -78,9 +77,7 @@ export function message(value: Json): Json {
     case "assistant":
       return ordered(withContent, ["role", "content", "stopReason", "errorMessage"]);
     case "toolResult":
-      return ordered(withContent, ["role", "toolCallId", "toolName", "content", "details", "isError"], {
-        details: null,
-      });
+      return ordered(withContent, ["role", "toolCallId", "toolName", "content", "details", "isError"]);
     default:
       return value;
   }

@@ -17,6 +17,8 @@ export interface Instance {
   executor: boolean;
   signal: boolean;
   pre_abort: boolean;
+  // 运行开始后调用者立刻往自己的 context 里加一条消息（没有步骤）。/ The caller adds a message right after the run starts.
+  edit_at_start: boolean;
   max_steps: number | null;
   on_event: boolean;
   turns: Turn[];
@@ -38,6 +40,8 @@ export interface Behavior {
   progress: TextContent[][];
   gate: boolean;
   cancel_run: boolean;
+  // 进度在调用之内、返回 Promise 之前报告（没有 gate 时）。/ Reports inside the call, before its promise (no gate).
+  sync?: boolean;
   outcome: Outcome;
 }
 
@@ -45,7 +49,8 @@ export type Outcome =
   | { ok: ToolResultMessage | { content: TextContent[]; details: unknown } }
   | { error: { message: string; debug: string } }
   | { panic: string }
-  | { throw_value: string };
+  | { throw_value: string }
+  | { panic_value: unknown };
 
 export type Action = { wait: Wait } | { release: string } | { abort: null };
 
@@ -110,6 +115,7 @@ export function withDefaults(value: unknown): Instance {
     executor: given.executor === true,
     signal: given.signal === true,
     pre_abort: given.pre_abort === true,
+    edit_at_start: given.edit_at_start === true,
     max_steps: typeof given.max_steps === "number" ? given.max_steps : null,
     on_event: given.on_event === true,
     turns: given.turns!.map((turn: Partial<Turn>) => ({
@@ -139,6 +145,7 @@ function behavior(given: Partial<Behavior>): Behavior {
     progress: given.progress ?? [],
     gate: given.gate === true,
     cancel_run: given.cancel_run === true,
+    sync: given.sync === true,
     outcome: given.outcome!,
   };
 }

@@ -58,11 +58,14 @@ export async function drive(
       if (controller !== undefined && signal === runSignal) abortController(controller);
     },
   });
+  // 运行返回时、记下结果之前要做的检查。/ Checks to make once the run returned, before its result is recorded.
+  const endChecks: (() => void)[] = [];
   const model = new DriverModel(instance.turns, instance.exhausted, trace, {
     requestSignal: (signal) => requestSignal(signal, runSignal),
     isCallersArray: (value) => caller.isArray(value),
     abort,
     editContext: () => caller.edit(),
+    atEnd: (check) => endChecks.push(check),
   });
 
   // 运行开始之前就取消：这一步是轨迹的第一步。/ Cancelled before the run starts: the trace's first step.
@@ -89,6 +92,10 @@ export async function drive(
       (returned) => ({ returned }),
       (threw: unknown) => ({ threw }),
     );
+    // 运行已经开始（runAgentLoop 同步的部分已经跑完）：一个在开始时复制 context 的循环看不到这条消息。
+    // The run has started (runAgentLoop's synchronous part is done): a loop that copied the context at
+    // the start never shows this message.
+    if (instance.edit_at_start) caller.editMessages();
   } catch (threw) {
     running = SafePromise.resolve({ threw });
   }
@@ -107,7 +114,8 @@ export async function drive(
   }
   // The run's end is the trace's last step: nothing after it is recorded (the plan stops there, and a
   // loop that still emits after returning shows as a result that came too early).
-  if ("returned" in ending!) trace.record(caller.result(ending.returned));
+  for (const check of endChecks) check();
+  if ("returned" in ending!) trace.record(caller.result(ending.returned, runSignal));
   else trace.record(panic(ending!.threw));
   trace.close();
   await plan;
@@ -173,6 +181,13 @@ class Caller {
   // 调用者在运行中改自己的 context：追加一条用户消息，system prompt 后面接上同一段文字。
   // The caller changes its own context mid-run: one more user message, and the same text appended to
   // the system prompt.
+  // 运行开始后调用者加一条用户消息，没有步骤，system prompt 不变。
+  // Right after the run starts the caller adds a user message, with no step; the system prompt stays.
+  editMessages(): void {
+    this.#array.push({ role: "user", content: [{ type: "text", text: EDIT }] });
+    this.#json = stringify(this.#array);
+  }
+
   edit(): void {
     this.#trace.record({ kind: "driver", action: "edit_context" });
     this.#array.push({ role: "user", content: [{ type: "text", text: EDIT }] });
@@ -182,17 +197,22 @@ class Caller {
   }
 
   // 循环返回的结果，和那时调用者的 context。/ What the loop returned, and the caller's context then.
-  result(returned: AgentRunResult): Step {
+  // 运行的结果、调用者此刻的 context，以及调用者的 signal 此刻是否已 abort（没给 signal 时不记）。
+  // The run's result, the caller's context now, and whether the caller's signal is aborted now (none
+  // recorded for a run handed no signal).
+  result(returned: AgentRunResult, signal: AbortSignal | undefined): Step {
     const seen = plain(returned);
     const fields: { [key: string]: Json } = typeof seen === "object" && seen !== null && !isArray(seen) ? seen : {};
     const context = plain(this.context) as { [key: string]: Json };
-    return {
+    const step: Step = {
       kind: "result",
       reason: fields["reason"] ?? null,
       steps: fields["steps"] ?? null,
       messages: messages(fields["messages"]),
       caller: { system_prompt: context["systemPrompt"] ?? null, messages: messages(context["messages"]) },
     };
+    if (signal !== undefined) step["signal_aborted"] = abortedState(signal) ?? null;
+    return step;
   }
 }
 

@@ -130,17 +130,20 @@ export class Bench {
     }
     this.#trace.record({ ...enter, signal: this.#side.toolSignal(signal) });
     const { outcome } = behavior;
-    if (!behavior.gate && ("panic" in outcome || "throw_value" in outcome)) {
+    if (!behavior.gate && ("panic" in outcome || "throw_value" in outcome || "panic_value" in outcome)) {
       this.#play(ref, behavior, context, signal);
       this.#leave(ref);
       throw failure(outcome);
     }
-    return this.#later(ref, behavior, context, signal);
+    // sync：进度在调用之内报告，在它返回 Promise 之前。/ sync: the reports come inside the call, before it returns.
+    const played = behavior.sync === true && !behavior.gate;
+    if (played) this.#play(ref, behavior, context, signal);
+    return this.#later(ref, behavior, context, signal, played);
   }
 
-  async #later(ref: string, behavior: Behavior, context: ToolContext, signal: unknown): Promise<unknown> {
+  async #later(ref: string, behavior: Behavior, context: ToolContext, signal: unknown, played: boolean): Promise<unknown> {
     await null;
-    this.#play(ref, behavior, context, signal);
+    if (!played) this.#play(ref, behavior, context, signal);
     if (behavior.gate) await this.#arrive(ref);
     if (behavior.cancel_run) this.#side.cancel(signal);
     this.#leave(ref);
@@ -187,10 +190,12 @@ function scriptOf(scripts: Record<string, Behavior[]>, key: string): Behavior[] 
 }
 
 // 失败的结局变成的异常：reject 的 Error 带自己的 debug 属性，名字也是 debug 的文字（结果里只该有 message：
-// String(error) 会带上名字，就像 Rust 的 {:?} 带上 Debug）；panic 是 Error；throw_value 是字符串本身。
+// String(error) 会带上名字，就像 Rust 的 {:?} 带上 Debug）；panic 是 Error；throw_value 是字符串本身；
+// panic_value 是既不是 Error 也不是字符串的值（数、null、对象、数组、布尔）。
 // What a failing outcome throws: the rejected Error with an own `debug`, and the debug text as its name
 // too (a result carries the message alone: String(error) adds the name, as Rust's {:?} shows the
-// Debug form); a panic's Error; the string itself for throw_value.
+// Debug form); a panic's Error; the string itself for throw_value; for panic_value, a value that is no
+// Error and no string (a number, null, an object, a list, a boolean).
 function failure(outcome: Outcome): unknown {
   if ("error" in outcome) {
     const error = new SafeError(outcome.error.message) as Error & { debug?: string };
@@ -200,5 +205,6 @@ function failure(outcome: Outcome): unknown {
   }
   if ("panic" in outcome) return new SafeError(outcome.panic);
   if ("throw_value" in outcome) return outcome.throw_value;
+  if ("panic_value" in outcome) return clone(outcome.panic_value as Json);
   return new SafeError("pi-course: an ok outcome does not fail");
 }
