@@ -41,6 +41,7 @@ pub struct Decks {
     phrases: Vec<usize>,
     details: Vec<usize>,
     failures: Vec<usize>,
+    values: Vec<usize>,
 }
 
 /// The shapes of a failure's message: one line with quotes, several lines, none at all.
@@ -420,7 +421,7 @@ impl<'r> Drawing<'r> {
             // A payload that is no text at all: a number, null, an object, a list or a boolean.
             ("panic_value", _) => {
                 let n = self.rng.between(1, 999);
-                let value = match self.rng.between(0, 4) {
+                let value = match deal(&mut self.decks.values, 5, self.rng) {
                     0 => json!(n),
                     1 => Value::Null,
                     2 => json!({ "code": n }),

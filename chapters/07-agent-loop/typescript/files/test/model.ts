@@ -14,7 +14,7 @@ import type { AssistantMessage } from "../src/message.js";
 import type { Model, ModelEvent, ModelRequest } from "../src/model.js";
 import { messages, plain } from "./canonical.js";
 import type { Turn } from "./instance.js";
-import { clone, freeze, isArray, stringify } from "./safe.js";
+import { clone, freeze, isArray } from "./safe.js";
 import type { Step, Trace } from "./trace.js";
 
 // 驱动程序等一个事件被转发的时长（期间没有任何步骤）。/ How long a pace waits, without any step.
@@ -30,8 +30,6 @@ export interface RunSide {
   abort(): void;
   // 在模型调用中改调用者的 context（记 driver edit_context）。/ Changes the caller's context.
   editContext(): void;
-  // 登记运行结束时要做的检查（见 DriverModel 的 #recheck）。/ Registers a check for the run's end.
-  atEnd(check: () => void): void;
 }
 
 export class DriverModel implements Model {
@@ -42,40 +40,12 @@ export class DriverModel implements Model {
   readonly #trace: Trace;
   readonly #run: RunSide;
   #requests = 0;
-  // 每个请求对象和它被记下时的样子：一个请求是那一刻的快照，之后改动它（例如它的 messages 就是运行中的
-  // 列表本身）的循环，让留着请求的模型看到它从没被发过的消息。
-  // Each request object and how it looked when recorded: a request is a snapshot of that moment, and a
-  // loop that changes it later (its messages being the run's live list, say) shows a model that keeps
-  // the request messages it was never sent.
-  readonly #sent: { n: number; request: unknown; json: string }[] = [];
-
   constructor(turns: Turn[], exhausted: AssistantMessage, trace: Trace, run: RunSide) {
     this.#turns = turns;
     this.#exhausted = exhausted;
     this.#trace = trace;
     this.#run = run;
-    run.atEnd(() => this.#recheck());
     freeze(this);
-  }
-
-  // 在下一个请求和运行结束时再读每个已发出的请求：变了的记成 request_changed（期望的轨迹里从没有这一步）。
-  // Reads every request sent so far again, at the next request and at the run's end: one that changed
-  // is recorded as request_changed (a step no expected trace holds).
-  #recheck(): void {
-    for (const sent of this.#sent) {
-      const now = plain(sent.request);
-      const json = stringify(now);
-      if (json === sent.json) continue;
-      sent.json = json;
-      const fields = typeof now === "object" && now !== null && !isArray(now) ? now : {};
-      this.#trace.record({
-        kind: "request_changed",
-        n: sent.n,
-        system_prompt: fields["systemPrompt"] ?? null,
-        messages: messages(fields["messages"]),
-        tools: fields["tools"] ?? null,
-      });
-    }
   }
 
   stream(request: ModelRequest, signal?: AbortSignal): EventStream<ModelEvent, AssistantMessage> {
@@ -83,11 +53,9 @@ export class DriverModel implements Model {
     // 测试结束后仍在请求的循环停在一个永不结束的流上，不再占用 CPU。
     // A loop still asking after the test is over waits on a stream that never ends, using no CPU.
     if (this.#trace.isClosed) return stream;
-    this.#recheck();
     this.#requests += 1;
     const n = this.#requests;
     const seen = plain(request);
-    this.#sent.push({ n, request, json: stringify(seen) });
     const fields = typeof seen === "object" && seen !== null && !isArray(seen) ? seen : {};
     const step: Step = {
       kind: "request",

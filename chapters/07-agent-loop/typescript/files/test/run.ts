@@ -58,14 +58,11 @@ export async function drive(
       if (controller !== undefined && signal === runSignal) abortController(controller);
     },
   });
-  // 运行返回时、记下结果之前要做的检查。/ Checks to make once the run returned, before its result is recorded.
-  const endChecks: (() => void)[] = [];
   const model = new DriverModel(instance.turns, instance.exhausted, trace, {
     requestSignal: (signal) => requestSignal(signal, runSignal),
     isCallersArray: (value) => caller.isArray(value),
     abort,
     editContext: () => caller.edit(),
-    atEnd: (check) => endChecks.push(check),
   });
 
   // 运行开始之前就取消：这一步是轨迹的第一步。/ Cancelled before the run starts: the trace's first step.
@@ -114,7 +111,6 @@ export async function drive(
   }
   // The run's end is the trace's last step: nothing after it is recorded (the plan stops there, and a
   // loop that still emits after returning shows as a result that came too early).
-  for (const check of endChecks) check();
   if ("returned" in ending!) trace.record(caller.result(ending.returned, runSignal));
   else trace.record(panic(ending!.threw));
   trace.close();
