@@ -89,7 +89,9 @@ pub enum Command {
         /// The practice directory (`pi-course explain TEST` inside one names the test)
         #[arg(default_value = ".")]
         dir: PathBuf,
-        /// The test's full name, or a part of it that only one failing test has (default: the first)
+        /// A group (Lab number 7.1, slug plain-stop or plain_stop, or name: its first failing test), a
+        /// test's full name, or a part of a name only one failing test has (default: the first failing
+        /// test)
         test: Option<String>,
     },
     /// Show the chapter, each Lab's last grade, changed given files, and how to start over
