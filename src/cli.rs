@@ -66,9 +66,8 @@ pub enum Command {
     MergeClass(MergeArgs),
     /// Grade now, then again each time an editable file is saved (keys: h hint, r grade again, q quit)
     Watch {
-        /// The practice directory
-        #[arg(default_value = ".")]
-        dir: PathBuf,
+        /// The practice directory (default: the one this folder is in)
+        dir: Option<PathBuf>,
         /// Only poll the files for changes (when saves go unnoticed: network drives, WSL, some editors)
         #[arg(long)]
         poll: bool,
@@ -77,18 +76,18 @@ pub enum Command {
     },
     /// Show the hint for the first Lab that does not pass yet, or for the Lab named
     Hint {
-        /// The practice directory (`pi-course hint 7.3` inside one names the Lab)
-        #[arg(default_value = ".")]
-        dir: PathBuf,
+        /// The practice directory (default: the one this folder is in; `pi-course hint 7.3` inside one
+        /// names the Lab)
+        dir: Option<PathBuf>,
         /// A Lab number (7.3), group slug or group name
         lab: Option<String>,
     },
     /// Show a failing test of the last grade: what the chapter expected beside what your loop did, step by
     /// step, with the first divergence marked
     Explain {
-        /// The practice directory (`pi-course explain TEST` inside one names the test)
-        #[arg(default_value = ".")]
-        dir: PathBuf,
+        /// The practice directory (default: the one this folder is in; `pi-course explain TEST` inside
+        /// one names the test)
+        dir: Option<PathBuf>,
         /// A group (Lab number 7.1, slug plain-stop or plain_stop, or name: its first failing test), a
         /// test's full name, or a part of a name only one failing test has (default: the first failing
         /// test)
@@ -96,9 +95,8 @@ pub enum Command {
     },
     /// Show the chapter, each Lab's last grade, changed given files, and how to start over
     Status {
-        /// The practice directory
-        #[arg(default_value = ".")]
-        dir: PathBuf,
+        /// The practice directory (default: the one this folder is in)
+        dir: Option<PathBuf>,
     },
     /// List the chapters and their test groups
     List,
@@ -142,9 +140,8 @@ impl From<Shell> for clap_complete::Shell {
 
 #[derive(Debug, clap::Args)]
 pub struct GradeArgs {
-    /// The practice directory
-    #[arg(default_value = ".")]
-    pub dir: PathBuf,
+    /// The practice directory (default: the one this folder is in, looking upward from here)
+    pub dir: Option<PathBuf>,
     /// Only these groups: slug (plain-stop), name (纯文本 stop) or Lab number (7.1); repeatable
     #[arg(long = "group", short = 'g', value_name = "G")]
     pub groups: Vec<String>,
@@ -281,7 +278,7 @@ impl From<LimitArgs> for crate::grade::Limits {
 impl From<GradeArgs> for crate::commands::grade::GradeRequest {
     fn from(args: GradeArgs) -> Self {
         crate::commands::grade::GradeRequest {
-            dir: args.dir,
+            dir: args.dir.unwrap_or_else(crate::metadata::find),
             groups: args.groups,
             format: args.format,
             junit: args.junit,
@@ -336,21 +333,16 @@ impl Command {
     /// The practice directory whose language this command speaks, when it works on one. `hint 7.3` and
     /// `explain TEST` inside a practice directory name a Lab or a test, not a directory: the current one.
     pub fn practice_dir(&self) -> Option<PathBuf> {
-        let here_unless_a_dir = |dir: &PathBuf| {
-            if dir.is_dir() {
-                dir.clone()
-            } else {
-                PathBuf::from(".")
-            }
-        };
+        let named_or_found =
+            |dir: &Option<PathBuf>| dir.clone().unwrap_or_else(crate::metadata::find);
         match self {
-            Command::Grade(args) => Some(args.dir.clone()),
-            Command::Watch { dir, .. } | Command::Status { dir } => Some(dir.clone()),
+            Command::Grade(args) => Some(named_or_found(&args.dir)),
+            Command::Watch { dir, .. } | Command::Status { dir } => Some(named_or_found(dir)),
             Command::Hint { dir, .. } | Command::Explain { dir, .. } => {
-                Some(here_unless_a_dir(dir))
+                Some(named_or_found(&dir.clone().filter(|d| d.is_dir())))
             }
             // `pi-course skeleton 07 > src/agent_loop.rs` is run inside the directory to mend.
-            Command::Skeleton { .. } => Some(PathBuf::from(".")),
+            Command::Skeleton { .. } => Some(crate::metadata::find()),
             _ => None,
         }
     }

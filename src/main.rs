@@ -83,11 +83,20 @@ fn main() -> ExitCode {
         }
         Command::Completions { shell } => commands::completions::run(Cli::command(), shell.into()),
         Command::Watch { dir, poll, limits } => {
+            let dir = dir.unwrap_or_else(metadata::find);
             commands::watch::run(&catalog, lang, dir, poll, limits.into())
         }
-        Command::Hint { dir, lab } => commands::hint::run(&catalog, lang, dir, lab),
-        Command::Explain { dir, test } => commands::explain::run(&catalog, lang, dir, test),
-        Command::Status { dir } => commands::status::run(&catalog, lang, dir),
+        Command::Hint { dir, lab } => {
+            let dir = dir.unwrap_or_else(metadata::find);
+            commands::hint::run(&catalog, lang, dir, lab)
+        }
+        Command::Explain { dir, test } => {
+            let dir = dir.unwrap_or_else(metadata::find);
+            commands::explain::run(&catalog, lang, dir, test)
+        }
+        Command::Status { dir } => {
+            commands::status::run(&catalog, lang, dir.unwrap_or_else(metadata::find))
+        }
     };
     match outcome {
         Ok(code) => code,

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use support::{chapter_manifest, describe, pi_course, practice, run};
+use support::{chapter_manifest, describe, pi_course, practice, practice_ts, run, stdout};
 
 /// The stdout of a run that must succeed.
 fn ok(cwd: &Path, args: &[&str]) -> String {
@@ -372,4 +372,72 @@ fn list_shows_each_chapter_with_its_groups_in_both_languages() {
         zh.contains("（可选）") && en.contains("(optional)"),
         "{zh}\n{en}"
     );
+}
+
+/// Every command run in a folder inside a practice directory works on that directory, as cargo and git
+/// look upward: grade, status, hint and explain, in both tracks and both languages (the directory's
+/// language is found the same way). A directory named on the command line keeps its meaning.
+#[test]
+fn from_a_folder_inside_a_practice_directory_every_command_finds_it() {
+    let (_rust_tmp, rust) = practice();
+    let (_ts_tmp, ts) = practice_ts();
+    let en_parent = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = run(en_parent.path(), &["practice", "07", "en", "--lang", "en"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let english = en_parent.path().join("en");
+    for (dir, english) in [(&rust, false), (&ts, false), (&english, true)] {
+        let deep = dir.join("src/deeper/still");
+        fs::create_dir_all(&deep).unwrap();
+        for cwd in [dir.join("src"), deep.clone()] {
+            let out = run(&cwd, &["grade", "-g", "7.1", "--format", "json"]);
+            assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+            let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(json["groups"][0]["lab"], "7.1", "{json:#}");
+            let human = run(&cwd, &["grade", "-g", "7.1"]);
+            assert_eq!(human.status.code(), Some(1), "{}", describe(&human));
+            let text = stdout(&human);
+            assert!(text.contains("Lab 7.1"), "{text}");
+            assert_eq!(
+                text.contains("did not pass"),
+                english,
+                "in the directory's language:\n{text}"
+            );
+
+            let status = ok(&cwd, &["status"]);
+            let absolute = dir.canonicalize().unwrap();
+            assert!(status.contains(&absolute.display().to_string()), "{status}");
+            assert!(status.contains("Lab 7.1"), "{status}");
+            let hint = ok(&cwd, &["hint", "--lang", "en"]);
+            assert!(hint.starts_with("Hint for Lab 7.1"), "{hint}");
+            let hint = ok(&cwd, &["hint", "7.3", "--lang", "zh"]);
+            assert!(hint.contains("Lab 7.3"), "{hint}");
+            for lang in ["zh", "en"] {
+                let explained = ok(&cwd, &["explain", "7.1", "--lang", lang]);
+                assert!(explained.contains("(Lab 7.1)"), "{explained}");
+            }
+        }
+        // Named explicitly, a folder inside is not the practice directory.
+        for args in [
+            vec!["grade", "."],
+            vec!["status", "."],
+            vec!["grade", "src"],
+        ] {
+            let cwd = if args[1] == "src" {
+                dir.clone()
+            } else {
+                dir.join("src")
+            };
+            let err = bad_input(&cwd, &args);
+            assert!(
+                err.contains("不是练习目录") || err.contains("not a practice directory"),
+                "{err}"
+            );
+        }
+    }
+    // Nowhere inside one: it says that it looked above too.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let zh = bad_input(outside.path(), &["grade"]);
+    assert!(zh.contains("它上面的目录也都不是"), "{zh}");
+    let en = bad_input(outside.path(), &["status", "--lang", "en"]);
+    assert!(en.contains("nor is any directory above it"), "{en}");
 }

@@ -21,7 +21,7 @@ const LISTED: usize = 12;
 pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf, test: Option<String>) -> Result<ExitCode> {
     // `pi-course explain plain_stop` inside a practice directory names a test, not a directory.
     let (dir, test) = match (test, dir.is_dir()) {
-        (None, false) => (PathBuf::from("."), Some(dir.display().to_string())),
+        (None, false) => (crate::metadata::find(), Some(dir.display().to_string())),
         (test, _) => (dir, test),
     };
     let practice = Practice::open(catalog, lang, &dir)?;

@@ -2,7 +2,7 @@
 //! for the Lab named. Hints come from the chapter manifest and point at the rule in the guide, never at
 //! code.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::catalog::{Catalog, Chapter, Group};
@@ -58,7 +58,7 @@ fn resolve(
         return Ok((Practice::open(catalog, lang, &dir)?, lab));
     }
     let arg = dir.to_string_lossy().into_owned();
-    match Practice::open(catalog, lang, Path::new(".")) {
+    match Practice::open(catalog, lang, &crate::metadata::find()) {
         Ok(here) => {
             if here.chapter.group(&arg).is_none() {
                 let mut e = unknown_lab(&here.chapter, lang, &arg);
