@@ -513,3 +513,29 @@ fn ctrl_c_during_the_build_stops_cargo_too() {
     assert!(!groups.is_empty(), "saw no child");
     assert_groups_gone(&groups);
 }
+
+/// Ctrl-C (SIGINT) of a grade whose loop hangs: the tests' scratch directories go with it, and nothing is
+/// left in the temporary directory.
+#[test]
+fn ctrl_c_leaves_nothing_in_the_temporary_directory() {
+    let (_tmp, dir) = practice();
+    write_loop(
+        &dir,
+        &solution_starting_with("loop { std::hint::spin_loop(); }"),
+    );
+    // Warm the build first, so the interrupt lands while tests run.
+    let _ = grade(&dir, &["-g", "7.1", "--timeout", "1"]);
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let (out, left, tests) =
+            interrupt_grade(&dir, &["-g", "7.1", "--timeout", "60"], signal, |p| {
+                p.args.contains("/deps/ch07-")
+            });
+        assert_eq!(out.status.code(), Some(128 + signal), "{}", describe(&out));
+        assert_eq!(
+            left,
+            Vec::<String>::new(),
+            "left in TMPDIR after signal {signal}"
+        );
+        assert_groups_gone(&tests.iter().map(|p| p.pgid).collect());
+    }
+}
