@@ -173,6 +173,10 @@ pub struct ClassArgs {
     /// Grade every learner again, also those whose file is unchanged since the last run
     #[arg(long)]
     pub force: bool,
+    /// Start over: remove the earlier results in RESULTS first (also results of another submissions
+    /// folder, which are otherwise refused) and grade every learner
+    #[arg(long)]
+    pub fresh: bool,
     /// The chapter the submissions are for
     #[arg(long, default_value = "07")]
     pub chapter: String,
@@ -299,6 +303,7 @@ impl From<ClassArgs> for crate::class::ClassRequest {
             format: args.format,
             limits: args.limits.into(),
             shard: args.shard,
+            fresh: args.fresh,
         }
     }
 }

@@ -989,3 +989,68 @@ fn one_learner_exhausting_output_memory_or_time_changes_no_one_elses_grade() {
         assert_eq!(replayable(&a["groups"]), replayable(&b["groups"]), "{name}");
     }
 }
+
+/// Results from one submissions folder are never mixed with another's: `grade-class other --out results`
+/// is refused (exit 2, naming both folders, in the language asked for) and changes nothing; `--fresh`
+/// starts over, keeping nothing of the other class.
+#[test]
+fn results_of_another_class_are_refused_unless_told_to_start_over() {
+    let dir = tmp();
+    let root = dir.path();
+    let (a, b) = (root.join("class-a"), root.join("class-b"));
+    put(&a.join("ann.rs"), &skeleton());
+    put(&b.join("bob.rs"), &skeleton());
+    let results = root.join("results");
+    let first = grade_class(root, &a, &results, &["--lang", "en"]);
+    assert_eq!(first.status.code(), Some(0), "{}", describe(&first));
+    let before = tree(&results);
+
+    for lang in ["zh", "en"] {
+        let out = grade_class(root, &b, &results, &["--lang", lang]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        let err = stderr(&out);
+        let a_shown = a.canonicalize().unwrap().display().to_string();
+        for wanted in [a_shown.as_str(), b.to_str().unwrap(), "--fresh", "--out"] {
+            assert!(err.contains(wanted), "{wanted}: {err}");
+        }
+        if lang == "en" {
+            assert!(err.contains("another submissions folder"), "{err}");
+            assert!(
+                !err.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+                "{err}"
+            );
+        } else {
+            assert!(err.contains("另一个提交目录"), "{err}");
+        }
+        assert_eq!(tree(&results), before, "a refused run changed the results");
+    }
+    // The same class again resumes as before.
+    let again = grade_class(root, &a, &results, &["--lang", "en"]);
+    assert_eq!(again.status.code(), Some(0), "{}", describe(&again));
+    assert!(stdout(&again).contains("skipped 1"), "{}", describe(&again));
+
+    // --fresh: only the new class is left, each learner graded.
+    let fresh = grade_class(root, &b, &results, &["--lang", "en", "--fresh"]);
+    assert_eq!(fresh.status.code(), Some(0), "{}", describe(&fresh));
+    let names: Vec<String> = class_summary(&results)["learners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["bob"]);
+    let learner_files = names_in(&results.join("learners"));
+    assert!(
+        learner_files.iter().all(|f| f.starts_with("bob.")) && !learner_files.is_empty(),
+        "{learner_files:?}"
+    );
+    // From now on the results are class-b's: class-b resumes, class-a is refused.
+    let resumed = grade_class(root, &b, &results, &["--lang", "en"]);
+    assert!(
+        stdout(&resumed).contains("skipped 1"),
+        "{}",
+        describe(&resumed)
+    );
+    let refused = grade_class(root, &a, &results, &["--lang", "en"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", describe(&refused));
+}
