@@ -23,6 +23,23 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `--format` of `grade-class` and `merge-class`: a summary for a person, or `summary.json`. (Gradescope's
+/// results are one learner's: `grade --format gradescope`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClassFormat {
+    Human,
+    Json,
+}
+
+impl From<ClassFormat> for Format {
+    fn from(format: ClassFormat) -> Format {
+        match format {
+            ClassFormat::Human => Format::Human,
+            ClassFormat::Json => Format::Json,
+        }
+    }
+}
+
 /// `--track`: the tracks a chapter can have (see `catalog::Track`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TrackArg {
@@ -64,7 +81,8 @@ pub enum Command {
     /// Join the parts of a class graded with `grade-class --shard K/N` into the class's results, as one
     /// machine grading the whole class would have written them
     MergeClass(MergeArgs),
-    /// Grade now, then again each time an editable file is saved (keys: h hint, r grade again, q quit)
+    /// Grade now, then again each time an editable file is saved (keys: h hint, e explain the first
+    /// failing test, r grade again, q quit)
     Watch {
         /// The practice directory (default: the one this folder is in)
         dir: Option<PathBuf>,
@@ -160,8 +178,9 @@ pub struct GradeArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ClassArgs {
-    /// The folder of submissions, one entry per learner, named after it: a practice directory, a folder
-    /// holding agent_loop.rs or src/agent_loop.rs, or a file NAME.rs
+    /// The folder of submissions, one entry per learner, named after it: a practice directory (either
+    /// track), a folder holding agent_loop.rs or src/agent_loop.rs (agent-loop.ts or src/agent-loop.ts
+    /// for TypeScript), or a file NAME.rs or NAME.ts
     pub submissions: PathBuf,
     /// Where the results go: a new or empty directory, or the results of an earlier run (which this run
     /// resumes)
@@ -181,8 +200,8 @@ pub struct ClassArgs {
     #[arg(long, default_value = "07")]
     pub chapter: String,
     /// Output format on stdout: a summary for a person, or summary.json
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = ClassFormat::Human)]
+    pub format: ClassFormat,
     /// Grade only part K of N (K counts from 0: 0/4 … 3/4), for N machines; the same submissions and N
     /// give the same parts everywhere. Join the parts with merge-class
     #[arg(long, value_name = "K/N", value_parser = crate::class::shard::parse)]
@@ -200,8 +219,8 @@ pub struct MergeArgs {
     #[arg(long, value_name = "RESULTS")]
     pub out: PathBuf,
     /// Output format on stdout: a summary for a person, or summary.json
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = ClassFormat::Human)]
+    pub format: ClassFormat,
 }
 
 impl From<MergeArgs> for crate::class::merge::MergeRequest {
@@ -209,7 +228,7 @@ impl From<MergeArgs> for crate::class::merge::MergeRequest {
         crate::class::merge::MergeRequest {
             parts: args.parts,
             out: args.out,
-            format: args.format,
+            format: args.format.into(),
         }
     }
 }
@@ -219,11 +238,11 @@ impl From<MergeArgs> for crate::class::merge::MergeRequest {
 pub struct LimitArgs {
     /// Per-test timeout in seconds (at least 1)
     #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_TIMEOUT_SECS,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = parse_secs)]
     pub timeout: u64,
     /// The build's time limit in seconds (at least 1)
     #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_BUILD_TIMEOUT_SECS,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = parse_secs)]
     pub build_timeout: u64,
     /// The build cache, an absolute path (default: ~/.cache/pi-course, ~/Library/Caches/pi-course on
     /// macOS)
@@ -256,6 +275,20 @@ impl From<SandboxMode> for crate::sandbox::Mode {
             SandboxMode::Require => crate::sandbox::Mode::Require,
             SandboxMode::Off => crate::sandbox::Mode::Off,
         }
+    }
+}
+
+/// The language of messages about the command line itself, before it is parsed (`main` sets it from the
+/// raw `--lang` and `PI_COURSE_LANG`).
+pub static PARSE_LANG: std::sync::OnceLock<Lang> = std::sync::OnceLock::new();
+
+/// A time limit in whole seconds, at least 1.
+fn parse_secs(text: &str) -> Result<u64, String> {
+    let lang = PARSE_LANG.get().copied().unwrap_or_default();
+    match text.trim().parse::<u64>() {
+        Ok(secs) if secs >= 1 => Ok(secs),
+        Ok(_) => Err(lang.t("usage-secs-zero", &[])),
+        Err(_) => Err(lang.t("usage-secs-not-a-number", &[("value", &text)])),
     }
 }
 
@@ -300,7 +333,7 @@ impl From<ClassArgs> for crate::class::ClassRequest {
             jobs: args.jobs,
             force: args.force,
             chapter: args.chapter,
-            format: args.format,
+            format: args.format.into(),
             limits: args.limits.into(),
             shard: args.shard,
             fresh: args.fresh,
@@ -356,8 +389,8 @@ impl Command {
     pub fn format(&self) -> Option<Format> {
         match self {
             Command::Grade(args) => Some(args.format),
-            Command::GradeClass(args) => Some(args.format),
-            Command::MergeClass(args) => Some(args.format),
+            Command::GradeClass(args) => Some(args.format.into()),
+            Command::MergeClass(args) => Some(args.format.into()),
             _ => None,
         }
     }

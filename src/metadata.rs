@@ -167,10 +167,12 @@ impl Practice {
     pub fn open(catalog: &Catalog, lang: Lang, dir: &Path) -> Result<Practice> {
         let shown = dir.display();
         if !dir.is_dir() {
-            return Err(
-                UserError::new(lang.t("not-a-directory", &[("dir", &shown)]))
-                    .with_fix(lang.t("fix-make-practice", &[])),
-            );
+            let problem = match std::fs::symlink_metadata(dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => "dir-does-not-exist",
+                _ => "not-a-directory",
+            };
+            return Err(UserError::new(lang.t(problem, &[("dir", &shown)]))
+                .with_fix(lang.t("fix-make-practice", &[])));
         }
         let file = dir.join(FILE);
         // Absent, unreadable, not text and not valid TOML are four different problems, each with its

@@ -733,7 +733,10 @@ fn on_a_terminal_the_progress_bar_redraws_in_place() {
     assert_eq!(status.code(), Some(0), "{screen}");
     assert!(screen.contains("\r\x1b[2K"), "redrawn in place: {screen:?}");
     assert!(screen.contains('█'), "a bar: {screen:?}");
-    assert!(screen.contains("2/2 · 1 not passed"), "{screen:?}");
+    assert!(
+        screen.contains("2/2 · class so far: 1 not passed"),
+        "{screen:?}"
+    );
     for line in ["ann: passed 100/100", "ben: failed 0/100"] {
         assert!(screen.contains(line), "{line}: {screen:?}");
     }
@@ -1053,4 +1056,69 @@ fn results_of_another_class_are_refused_unless_told_to_start_over() {
     );
     let refused = grade_class(root, &a, &results, &["--lang", "en"]);
     assert_eq!(refused.status.code(), Some(2), "{}", describe(&refused));
+}
+
+/// Results are for others to read too (a TA, a web server): files 0644 and folders 0755 under the usual
+/// umask, the JUnit report of a single grade as well. The progress line counts the class so far.
+#[test]
+fn result_files_are_readable_by_others_and_progress_counts_the_class() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tmp();
+    let root = dir.path();
+    let subs = root.join("subs");
+    put(&subs.join("ann.rs"), &skeleton());
+    let results = root.join("results");
+    let mut command = pi_course(root);
+    command
+        .args(["grade-class", "subs", "--out", "results", "--lang", "en"])
+        .stdin(Stdio::null());
+    // SAFETY: umask is async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            libc::umask(0o022);
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("[1/1] ann: failed 0/100 · class so far: 1 not passed"),
+        "{}",
+        describe(&out)
+    );
+    let mut seen = 0;
+    for entry in walkdir::WalkDir::new(&results) {
+        let entry = entry.unwrap();
+        let mode = entry.metadata().unwrap().permissions().mode() & 0o777;
+        let wanted = if entry.file_type().is_dir() {
+            0o755
+        } else {
+            0o644
+        };
+        assert_eq!(mode, wanted, "{:o}: {}", mode, entry.path().display());
+        seen += 1;
+    }
+    assert!(seen >= 8, "{seen}");
+
+    let practice_dir = practice_at(root, "p");
+    let mut command = pi_course(&practice_dir);
+    command.args(["grade", "-g", "7.1", "--junit", "report.xml"]);
+    // SAFETY: as above.
+    unsafe {
+        command.pre_exec(|| {
+            libc::umask(0o022);
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    for file in ["report.xml", ".pi-course/last-grade.json"] {
+        let mode = fs::metadata(practice_dir.join(file))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o644, "{file}: {mode:o}");
+    }
 }

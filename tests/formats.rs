@@ -47,7 +47,10 @@ fn bad_input_is_still_exactly_one_json_document() {
     }
     let (_, doc) = document(tmp.path(), cases[0]);
     assert!(
-        doc["message"].as_str().unwrap().contains("不是一个目录"),
+        doc["message"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent 不存在"),
         "{doc:#}"
     );
     let (_, doc) = document(tmp.path(), cases[4]);
@@ -55,7 +58,7 @@ fn bad_input_is_still_exactly_one_json_document() {
         doc["message"]
             .as_str()
             .unwrap()
-            .contains("is not a directory"),
+            .contains("/nonexistent does not exist"),
         "{doc:#}"
     );
     let (_, doc) = document(tmp.path(), cases[2]);

@@ -408,7 +408,7 @@ fn bad_input_exits_2_and_writes_nothing() {
     fs::create_dir(&empty).unwrap();
     for (args, wanted) in [
         (vec!["grade", "empty"], "empty 不是练习目录"),
-        (vec!["grade", "missing"], "missing 不是一个目录"),
+        (vec!["grade", "missing"], "missing 不存在"),
     ] {
         let out = pi_course(tmp.path()).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
@@ -537,5 +537,43 @@ fn ctrl_c_leaves_nothing_in_the_temporary_directory() {
             "left in TMPDIR after signal {signal}"
         );
         assert_groups_gone(&tests.iter().map(|p| p.pgid).collect());
+    }
+}
+
+/// A time limit of 0 is refused with a plain sentence in the language asked for, not clap's range.
+#[test]
+fn a_zero_time_limit_is_refused_plainly() {
+    let (_tmp, dir) = practice();
+    for flag in ["--timeout", "--build-timeout"] {
+        for (lang, wanted) in [
+            ("zh", "时间限制至少为 1 秒"),
+            ("en", "a time limit is at least 1 second"),
+        ] {
+            let out = grade(&dir, &["--lang", lang, flag, "0"]);
+            assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+            let err = stderr(&out);
+            assert!(err.contains(wanted) && err.contains(flag), "{err}");
+            assert!(!err.contains("18446744073709551615"), "{err}");
+        }
+    }
+}
+
+/// The optional Lab's line says how its points count: a bonus that decides nothing, the total capped.
+#[test]
+fn the_optional_lab_reads_as_a_bonus() {
+    let (_tmp, dir) = practice();
+    for (lang, wanted) in [
+        (
+            "zh",
+            "可选 Lab 7.6：未通过（不决定整体是否通过；它的 10 分是加分，总分最多 100 分）",
+        ),
+        (
+            "en",
+            "Optional Lab 7.6: failed (it does not decide whether the grade passes; its 10 points are a bonus, and the total stays at most 100)",
+        ),
+    ] {
+        let out = grade(&dir, &["--lang", lang]);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        assert!(stdout(&out).contains(wanted), "{}", describe(&out));
     }
 }

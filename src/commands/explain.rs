@@ -27,7 +27,10 @@ pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf, test: Option<String>) ->
     let practice = Practice::open(catalog, lang, &dir)?;
     let paint = Paint(Style::detect(crate::report::Format::Human).color);
     let Some(traces) = last::load_traces(&practice.dir) else {
-        println!("{}", lang.t("explain-no-grade-yet", &[]));
+        match last::can_record(&practice.dir) {
+            true => println!("{}", lang.t("explain-no-grade-yet", &[])),
+            false => println!("{}", last::read_only_note(&practice.dir, lang)),
+        }
         return Ok(ExitCode::SUCCESS);
     };
     if traces.tests.is_empty() {

@@ -38,6 +38,24 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode
             UserError::new(unreadable.message(lang)).with_fix(lang.t("grade-editable-fix", &[]))
         );
     }
+    // A deleted file is bad input, said before anything is built: the way back, in this track.
+    if let Some(path) = submission.missing() {
+        let chapter = &submission.practice.chapter;
+        let mut command = format!("pi-course skeleton {}", chapter.id);
+        if chapter.track != crate::catalog::Track::Rust {
+            command.push_str(&format!(" --track {}", chapter.track.name()));
+        }
+        if lang != Lang::default() {
+            command.push_str(&format!(" --lang {}", lang.code()));
+        }
+        let path_shown = crate::practice::shell_quote(path);
+        return Err(
+            UserError::new(lang.t("grade-editable-missing", &[("path", &path)])).with_fix(lang.t(
+                "grade-editable-missing-fix",
+                &[("command", &command), ("path", &path_shown)],
+            )),
+        );
+    }
     if let Some(junit) = &args.junit {
         let parent = junit.parent().filter(|p| !p.as_os_str().is_empty());
         if parent.is_some_and(|p| !p.is_dir()) || junit.is_dir() {

@@ -221,7 +221,12 @@ fn render_verdicts(result: &GradeResult, lang: Lang, style: &Style, detail: Deta
         let status = crate::ui::verdict_word(g.status(), lang);
         let line = lang.t(
             "grade-summary-optional",
-            &[("lab", &g.group.lab), ("status", &status)],
+            &[
+                ("lab", &g.group.lab),
+                ("status", &status),
+                ("points", &format_points(g.max())),
+                ("max", &format_points(result.max())),
+            ],
         );
         writeln!(out, "  {}", paint.dim(&line)).unwrap();
     }
