@@ -163,6 +163,10 @@ pub struct GradeArgs {
     /// Only these groups: slug (plain-stop), name (纯文本 stop) or Lab number (7.1); repeatable
     #[arg(long = "group", short = 'g', value_name = "G")]
     pub groups: Vec<String>,
+    /// Show every failing test with its message, in every group (by default: the Lab at hand in full,
+    /// one line for each other group, to fit a screen)
+    #[arg(long)]
+    pub all: bool,
     /// Output format on stdout
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -317,6 +321,7 @@ impl From<GradeArgs> for crate::commands::grade::GradeRequest {
         crate::commands::grade::GradeRequest {
             dir: args.dir.unwrap_or_else(crate::metadata::find),
             groups: args.groups,
+            all: args.all,
             format: args.format,
             junit: args.junit,
             per_test: args.per_test,

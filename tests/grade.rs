@@ -83,8 +83,9 @@ fn the_skeleton_fails_every_group() {
     assert!(text.contains("score 0/100"), "{text}");
     assert!(text.contains("0/20 pts"), "{text}");
     assert!(text.contains("plain-text stop"), "{text}");
-    // Every failing test is listed with its message; the Lab to work on now, 7.1, in full, the others in
-    // one line each, and the next step named. `--group` gives every chosen group's messages in full.
+    // To fit a screen: the Lab to work on now, 7.1, with its failing tests (the first one's message in
+    // full), every other group as its verdict line alone, the next step named and how to see the rest.
+    // `--group` (and `--all`) gives every chosen group's failing tests and messages in full.
     // The lines under the single-tool group's row (indented tests and their messages).
     let single_tool_lines = |text: &str| {
         text.lines()
@@ -96,6 +97,11 @@ fn the_skeleton_fails_every_group() {
     assert!(text.contains("✗ plain_stop::"), "{text}");
     assert!(text.contains("Next: Lab 7.1"), "{text}");
     let brief = single_tool_lines(&text);
+    assert_eq!(brief, 0, "another group is its verdict line alone:\n{text}");
+    assert!(
+        text.contains("The rest: pi-course grade --all shows every failing test's message"),
+        "{text}"
+    );
     let out = grade(&dir, &["--lang", "en", "--group", "7.2"]);
     let text = stdout(&out);
     let single_tool = groups(&json)

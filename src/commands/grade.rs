@@ -20,6 +20,8 @@ pub struct GradeRequest {
     pub dir: PathBuf,
     /// `--group` queries: slug, name or Lab number.
     pub groups: Vec<String>,
+    /// `--all`: every failing test with its message (the groups chosen show it so too).
+    pub all: bool,
     pub format: Format,
     pub junit: Option<PathBuf>,
     /// With Gradescope's format: one entry per test.
@@ -97,7 +99,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode
     }
     match args.format {
         Format::Human => {
-            let detail = if args.groups.is_empty() {
+            let detail = if args.groups.is_empty() && !args.all {
                 report::human::Detail::Focus
             } else {
                 report::human::Detail::All
