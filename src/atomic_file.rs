@@ -11,10 +11,13 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    // Same directory, so the rename stays on one file system.
+    // Same directory, so the rename stays on one file system. Readable as a file `File::create` makes
+    // (0666 less the umask, so usually 0644), not private as a temporary file: reports and class pages
+    // are for a TA or a web server to read too.
     let mut tmp = tempfile::Builder::new()
         .prefix(".pi-course-")
         .suffix(".tmp")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.persist(path).map_err(|e| e.error)?;

@@ -10,6 +10,9 @@ use crate::i18n::Lang;
 /// Where the workflow goes in the practice directory (the repository GitHub Classroom hands out).
 pub const PATH: &str = ".github/workflows/classroom.yml";
 
+/// What `PI_COURSE_GIT` says until the instructor fills in the repository pi-course is installed from.
+pub const PLACEHOLDER: &str = "https://github.com/YOUR-ORG/pi-course";
+
 /// Minutes one graded step may take (the autograding action's `timeout`); the build before the graded
 /// steps compiles the dependencies, so each step only runs its group.
 const STEP_MINUTES: u32 = 10;
@@ -20,6 +23,7 @@ struct Workflow {
     version: &'static str,
     lang: &'static str,
     install: String,
+    placeholder: &'static str,
     timeout: u32,
     /// The TypeScript track: the runner needs Node.js.
     typescript: bool,
@@ -63,7 +67,10 @@ pub fn workflow(chapter: &Chapter, lang: Lang) -> Result<String, String> {
             chapter: chapter.id.clone(),
             version,
             lang: lang.code(),
-            install: format!("cargo install --locked pi-course --version {version}"),
+            // pi-course is not in a package registry: installed from its repository, which the
+            // instructor names in `PI_COURSE_GIT`.
+            install: "cargo install --locked --git \"$PI_COURSE_GIT\" pi-course".to_string(),
+            placeholder: PLACEHOLDER,
             timeout: STEP_MINUTES,
             typescript: chapter.track == crate::catalog::Track::TypeScript,
             groups,

@@ -23,6 +23,23 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `--format` of `grade-class` and `merge-class`: a summary for a person, or `summary.json`. (Gradescope's
+/// results are one learner's: `grade --format gradescope`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClassFormat {
+    Human,
+    Json,
+}
+
+impl From<ClassFormat> for Format {
+    fn from(format: ClassFormat) -> Format {
+        match format {
+            ClassFormat::Human => Format::Human,
+            ClassFormat::Json => Format::Json,
+        }
+    }
+}
+
 /// `--track`: the tracks a chapter can have (see `catalog::Track`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TrackArg {
@@ -64,11 +81,11 @@ pub enum Command {
     /// Join the parts of a class graded with `grade-class --shard K/N` into the class's results, as one
     /// machine grading the whole class would have written them
     MergeClass(MergeArgs),
-    /// Grade now, then again each time an editable file is saved (keys: h hint, r grade again, q quit)
+    /// Grade now, then again each time an editable file is saved (keys: h hint, e explain the first
+    /// failing test, r grade again, q quit)
     Watch {
-        /// The practice directory
-        #[arg(default_value = ".")]
-        dir: PathBuf,
+        /// The practice directory (default: the one this folder is in)
+        dir: Option<PathBuf>,
         /// Only poll the files for changes (when saves go unnoticed: network drives, WSL, some editors)
         #[arg(long)]
         poll: bool,
@@ -77,26 +94,27 @@ pub enum Command {
     },
     /// Show the hint for the first Lab that does not pass yet, or for the Lab named
     Hint {
-        /// The practice directory (`pi-course hint 7.3` inside one names the Lab)
-        #[arg(default_value = ".")]
-        dir: PathBuf,
+        /// The practice directory (default: the one this folder is in; `pi-course hint 7.3` inside one
+        /// names the Lab)
+        dir: Option<PathBuf>,
         /// A Lab number (7.3), group slug or group name
         lab: Option<String>,
     },
     /// Show a failing test of the last grade: what the chapter expected beside what your loop did, step by
     /// step, with the first divergence marked
     Explain {
-        /// The practice directory (`pi-course explain TEST` inside one names the test)
-        #[arg(default_value = ".")]
-        dir: PathBuf,
-        /// The test's full name, or a part of it that only one failing test has (default: the first)
+        /// The practice directory (default: the one this folder is in; `pi-course explain TEST` inside
+        /// one names the test)
+        dir: Option<PathBuf>,
+        /// A group (Lab number 7.1, slug plain-stop or plain_stop, or name: its first failing test), a
+        /// test's full name, or a part of a name only one failing test has (default: the first failing
+        /// test)
         test: Option<String>,
     },
     /// Show the chapter, each Lab's last grade, changed given files, and how to start over
     Status {
-        /// The practice directory
-        #[arg(default_value = ".")]
-        dir: PathBuf,
+        /// The practice directory (default: the one this folder is in)
+        dir: Option<PathBuf>,
     },
     /// List the chapters and their test groups
     List,
@@ -140,12 +158,15 @@ impl From<Shell> for clap_complete::Shell {
 
 #[derive(Debug, clap::Args)]
 pub struct GradeArgs {
-    /// The practice directory
-    #[arg(default_value = ".")]
-    pub dir: PathBuf,
+    /// The practice directory (default: the one this folder is in, looking upward from here)
+    pub dir: Option<PathBuf>,
     /// Only these groups: slug (plain-stop), name (纯文本 stop) or Lab number (7.1); repeatable
     #[arg(long = "group", short = 'g', value_name = "G")]
     pub groups: Vec<String>,
+    /// Show every failing test with its message, in every group (by default: the Lab at hand in full,
+    /// one line for each other group, to fit a screen)
+    #[arg(long)]
+    pub all: bool,
     /// Output format on stdout
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
@@ -161,8 +182,9 @@ pub struct GradeArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ClassArgs {
-    /// The folder of submissions, one entry per learner, named after it: a practice directory, a folder
-    /// holding agent_loop.rs or src/agent_loop.rs, or a file NAME.rs
+    /// The folder of submissions, one entry per learner, named after it: a practice directory (either
+    /// track), a folder holding agent_loop.rs or src/agent_loop.rs (agent-loop.ts or src/agent-loop.ts
+    /// for TypeScript), or a file NAME.rs or NAME.ts
     pub submissions: PathBuf,
     /// Where the results go: a new or empty directory, or the results of an earlier run (which this run
     /// resumes)
@@ -174,12 +196,16 @@ pub struct ClassArgs {
     /// Grade every learner again, also those whose file is unchanged since the last run
     #[arg(long)]
     pub force: bool,
+    /// Start over: remove the earlier results in RESULTS first (also results of another submissions
+    /// folder, which are otherwise refused) and grade every learner
+    #[arg(long)]
+    pub fresh: bool,
     /// The chapter the submissions are for
     #[arg(long, default_value = "07")]
     pub chapter: String,
     /// Output format on stdout: a summary for a person, or summary.json
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = ClassFormat::Human)]
+    pub format: ClassFormat,
     /// Grade only part K of N (K counts from 0: 0/4 … 3/4), for N machines; the same submissions and N
     /// give the same parts everywhere. Join the parts with merge-class
     #[arg(long, value_name = "K/N", value_parser = crate::class::shard::parse)]
@@ -197,8 +223,8 @@ pub struct MergeArgs {
     #[arg(long, value_name = "RESULTS")]
     pub out: PathBuf,
     /// Output format on stdout: a summary for a person, or summary.json
-    #[arg(long, value_enum, default_value_t = Format::Human)]
-    pub format: Format,
+    #[arg(long, value_enum, default_value_t = ClassFormat::Human)]
+    pub format: ClassFormat,
 }
 
 impl From<MergeArgs> for crate::class::merge::MergeRequest {
@@ -206,7 +232,7 @@ impl From<MergeArgs> for crate::class::merge::MergeRequest {
         crate::class::merge::MergeRequest {
             parts: args.parts,
             out: args.out,
-            format: args.format,
+            format: args.format.into(),
         }
     }
 }
@@ -216,11 +242,11 @@ impl From<MergeArgs> for crate::class::merge::MergeRequest {
 pub struct LimitArgs {
     /// Per-test timeout in seconds (at least 1)
     #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_TIMEOUT_SECS,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = parse_secs)]
     pub timeout: u64,
     /// The build's time limit in seconds (at least 1)
     #[arg(long, value_name = "SECS", default_value_t = crate::grade::DEFAULT_BUILD_TIMEOUT_SECS,
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = parse_secs)]
     pub build_timeout: u64,
     /// The build cache, an absolute path (default: ~/.cache/pi-course, ~/Library/Caches/pi-course on
     /// macOS)
@@ -256,6 +282,20 @@ impl From<SandboxMode> for crate::sandbox::Mode {
     }
 }
 
+/// The language of messages about the command line itself, before it is parsed (`main` sets it from the
+/// raw `--lang` and `PI_COURSE_LANG`).
+pub static PARSE_LANG: std::sync::OnceLock<Lang> = std::sync::OnceLock::new();
+
+/// A time limit in whole seconds, at least 1.
+fn parse_secs(text: &str) -> Result<u64, String> {
+    let lang = PARSE_LANG.get().copied().unwrap_or_default();
+    match text.trim().parse::<u64>() {
+        Ok(secs) if secs >= 1 => Ok(secs),
+        Ok(_) => Err(lang.t("usage-secs-zero", &[])),
+        Err(_) => Err(lang.t("usage-secs-not-a-number", &[("value", &text)])),
+    }
+}
+
 /// `zh` or `en`, or a locale that starts with one (`en_US.UTF-8`), as `--lang` or `PI_COURSE_LANG`.
 fn parse_lang(text: &str) -> Result<Lang, String> {
     Lang::from_prefix(text).ok_or_else(|| {
@@ -279,8 +319,9 @@ impl From<LimitArgs> for crate::grade::Limits {
 impl From<GradeArgs> for crate::commands::grade::GradeRequest {
     fn from(args: GradeArgs) -> Self {
         crate::commands::grade::GradeRequest {
-            dir: args.dir,
+            dir: args.dir.unwrap_or_else(crate::metadata::find),
             groups: args.groups,
+            all: args.all,
             format: args.format,
             junit: args.junit,
             per_test: args.per_test,
@@ -297,9 +338,10 @@ impl From<ClassArgs> for crate::class::ClassRequest {
             jobs: args.jobs,
             force: args.force,
             chapter: args.chapter,
-            format: args.format,
+            format: args.format.into(),
             limits: args.limits.into(),
             shard: args.shard,
+            fresh: args.fresh,
         }
     }
 }
@@ -334,21 +376,16 @@ impl Command {
     /// The practice directory whose language this command speaks, when it works on one. `hint 7.3` and
     /// `explain TEST` inside a practice directory name a Lab or a test, not a directory: the current one.
     pub fn practice_dir(&self) -> Option<PathBuf> {
-        let here_unless_a_dir = |dir: &PathBuf| {
-            if dir.is_dir() {
-                dir.clone()
-            } else {
-                PathBuf::from(".")
-            }
-        };
+        let named_or_found =
+            |dir: &Option<PathBuf>| dir.clone().unwrap_or_else(crate::metadata::find);
         match self {
-            Command::Grade(args) => Some(args.dir.clone()),
-            Command::Watch { dir, .. } | Command::Status { dir } => Some(dir.clone()),
+            Command::Grade(args) => Some(named_or_found(&args.dir)),
+            Command::Watch { dir, .. } | Command::Status { dir } => Some(named_or_found(dir)),
             Command::Hint { dir, .. } | Command::Explain { dir, .. } => {
-                Some(here_unless_a_dir(dir))
+                Some(named_or_found(&dir.clone().filter(|d| d.is_dir())))
             }
             // `pi-course skeleton 07 > src/agent_loop.rs` is run inside the directory to mend.
-            Command::Skeleton { .. } => Some(PathBuf::from(".")),
+            Command::Skeleton { .. } => Some(crate::metadata::find()),
             _ => None,
         }
     }
@@ -357,8 +394,8 @@ impl Command {
     pub fn format(&self) -> Option<Format> {
         match self {
             Command::Grade(args) => Some(args.format),
-            Command::GradeClass(args) => Some(args.format),
-            Command::MergeClass(args) => Some(args.format),
+            Command::GradeClass(args) => Some(args.format.into()),
+            Command::MergeClass(args) => Some(args.format.into()),
             _ => None,
         }
     }

@@ -47,7 +47,25 @@ fn main() -> ExitCode {
     // The help's closing part (examples, environment, exit codes) is learner-facing text: in the
     // language asked for, so that language is read from the raw words first.
     let help_lang = Lang::resolve(cli::scan_raw(&args).1);
-    let command = Cli::command().after_help(help_lang.t("help-after", &[]));
+    let _ = cli::PARSE_LANG.set(help_lang);
+    let mut command = Cli::command().after_help(help_lang.t("help-after", &[]));
+    // Each subcommand's help ends with its own examples and exit codes.
+    for name in [
+        "practice",
+        "grade",
+        "grade-class",
+        "merge-class",
+        "watch",
+        "hint",
+        "explain",
+        "status",
+        "list",
+        "skeleton",
+        "completions",
+    ] {
+        let text = help_lang.t(&format!("help-after-{name}"), &[]);
+        command = command.mut_subcommand(name, |sub| sub.after_help(text));
+    }
     let cli = match command
         .try_get_matches_from(&args)
         .and_then(|matches| Cli::from_arg_matches(&matches))
@@ -83,11 +101,20 @@ fn main() -> ExitCode {
         }
         Command::Completions { shell } => commands::completions::run(Cli::command(), shell.into()),
         Command::Watch { dir, poll, limits } => {
+            let dir = dir.unwrap_or_else(metadata::find);
             commands::watch::run(&catalog, lang, dir, poll, limits.into())
         }
-        Command::Hint { dir, lab } => commands::hint::run(&catalog, lang, dir, lab),
-        Command::Explain { dir, test } => commands::explain::run(&catalog, lang, dir, test),
-        Command::Status { dir } => commands::status::run(&catalog, lang, dir),
+        Command::Hint { dir, lab } => {
+            let dir = dir.unwrap_or_else(metadata::find);
+            commands::hint::run(&catalog, lang, dir, lab)
+        }
+        Command::Explain { dir, test } => {
+            let dir = dir.unwrap_or_else(metadata::find);
+            commands::explain::run(&catalog, lang, dir, test)
+        }
+        Command::Status { dir } => {
+            commands::status::run(&catalog, lang, dir.unwrap_or_else(metadata::find))
+        }
     };
     match outcome {
         Ok(code) => code,

@@ -124,6 +124,33 @@ pub fn lang_of(dir: &Path) -> Option<Lang> {
     toml::from_str::<OnlyLang>(&text).ok()?.lang
 }
 
+/// Set when [`find`] looked upward from the current directory and found no practice directory: opening
+/// the current directory then says that none above it is one either.
+static NONE_ABOVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The practice directory a command works on when none is named: the current directory, or the nearest
+/// folder above it that holds `.pi-course/practice.toml`, as cargo looks for `Cargo.toml` and git for
+/// `.git`. Named relative to the current directory (`..`, `../..`), so that the paths in messages are
+/// still the learner's own. The current directory when none does: opening it says why.
+pub fn find() -> PathBuf {
+    if let Ok(here) = std::env::current_dir() {
+        let mut rel = PathBuf::from(".");
+        for (depth, ancestor) in here.ancestors().enumerate() {
+            // Any entry counts, a link or a damaged file included: opening it says what is wrong.
+            if std::fs::symlink_metadata(ancestor.join(FILE)).is_ok() {
+                return rel;
+            }
+            rel = if depth == 0 {
+                PathBuf::from("..")
+            } else {
+                rel.join("..")
+            };
+        }
+    }
+    NONE_ABOVE.store(true, std::sync::atomic::Ordering::Relaxed);
+    PathBuf::from(".")
+}
+
 /// An opened practice directory: where it is, its metadata and its chapter from the catalog.
 #[derive(Debug, Clone)]
 pub struct Practice {
@@ -140,10 +167,12 @@ impl Practice {
     pub fn open(catalog: &Catalog, lang: Lang, dir: &Path) -> Result<Practice> {
         let shown = dir.display();
         if !dir.is_dir() {
-            return Err(
-                UserError::new(lang.t("not-a-directory", &[("dir", &shown)]))
-                    .with_fix(lang.t("fix-make-practice", &[])),
-            );
+            let problem = match std::fs::symlink_metadata(dir) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => "dir-does-not-exist",
+                _ => "not-a-directory",
+            };
+            return Err(UserError::new(lang.t(problem, &[("dir", &shown)]))
+                .with_fix(lang.t("fix-make-practice", &[])));
         }
         let file = dir.join(FILE);
         // Absent, unreadable, not text and not valid TOML are four different problems, each with its
@@ -182,10 +211,15 @@ impl Practice {
                     std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
                 ) =>
             {
-                return Err(
-                    UserError::new(lang.t("not-a-practice-dir", &[("dir", &shown)]))
-                        .with_fix(lang.t("fix-make-practice", &[])),
-                )
+                let searched =
+                    dir == Path::new(".") && NONE_ABOVE.load(std::sync::atomic::Ordering::Relaxed);
+                let problem = if searched {
+                    "not-in-a-practice-dir"
+                } else {
+                    "not-a-practice-dir"
+                };
+                return Err(UserError::new(lang.t(problem, &[("dir", &shown)]))
+                    .with_fix(lang.t("fix-make-practice", &[])));
             }
             Err(e) => return Err(unreadable(&e)),
         };

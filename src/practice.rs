@@ -143,14 +143,14 @@ pub fn make(
     let staging = tempfile::Builder::new()
         .prefix(&prefix)
         .tempdir_in(staging_in)
-        .map_err(|e| match e.kind() {
-            io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => Failure::Input(
-                no_access(lang, chapter, staging_in, &io::Error::from(e.kind())),
-            ),
-            _ => Failure::Io {
-                error: e,
-                leftover: None,
-            },
+        // Nothing was made yet: a place that takes no new directory (read-only, or like /proc) is bad
+        // input, said without the staging directory's name.
+        .map_err(|e| {
+            // tempfile adds the staging directory's path to the system's error ("... at path ..."): the
+            // system's error alone.
+            let text = e.to_string();
+            let error = io::Error::other(text.split(" at path ").next().unwrap_or_default());
+            Failure::Input(no_access(lang, chapter, staging_in, &error))
         })?;
     let placed = write_files(staging.path(), chapter, lang, extra).and_then(|()| match target {
         Target::New { dir, .. } => fs::rename(staging.path(), dir),

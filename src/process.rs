@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 use std::io;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -14,12 +15,15 @@ use tokio::process::{Child, Command};
 
 struct Registry {
     groups: BTreeSet<i32>,
+    /// Live scratch directories (see [`ScratchDir`]): removed before pi-course exits on a signal.
+    scratch: BTreeSet<PathBuf>,
     /// Set once a signal arrived: no new child may start after that.
     stopping: bool,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     groups: BTreeSet::new(),
+    scratch: BTreeSet::new(),
     stopping: false,
 });
 
@@ -78,6 +82,56 @@ pub fn spawn(cmd: &mut Command) -> io::Result<(Child, ProcessGroup)> {
     Ok((child, ProcessGroup { pgid }))
 }
 
+/// A new directory in the system's temporary directory (`TMPDIR`) that a child may write in: removed,
+/// whatever was left in it, when dropped, and also when pi-course exits on a signal (where nothing is
+/// dropped), so that no interruption leaves one behind.
+#[derive(Debug)]
+pub struct ScratchDir {
+    path: PathBuf,
+}
+
+impl ScratchDir {
+    /// Makes and registers the directory, named `prefix` and a random part. Made under the registry's
+    /// lock, so a signal handler that runs concurrently either sees it or makes this call fail.
+    pub fn new(prefix: &str) -> io::Result<ScratchDir> {
+        let mut registry = registry();
+        if registry.stopping {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+        }
+        let path = tempfile::Builder::new().prefix(prefix).tempdir()?.keep();
+        registry.scratch.insert(path.clone());
+        Ok(ScratchDir { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        // Nothing else to do about a directory that cannot be removed; the class's scratch root (or
+        // the system's temporary directory) still holds it.
+        let _ = crate::remove_tree::remove_tree(&self.path);
+        registry().scratch.remove(&self.path);
+    }
+}
+
+/// Removes every registered scratch directory; for a signal handler, after [`kill_all`]. A killed
+/// process may still finish the call it was in (a file made after the directory was read), so each is
+/// tried again for a moment until it is gone.
+pub fn remove_all_scratch() {
+    let dirs = std::mem::take(&mut registry().scratch);
+    for dir in dirs {
+        for _ in 0..50 {
+            if crate::remove_tree::remove_tree(&dir).is_ok() && !dir.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
 /// Kills every registered process group and refuses new ones. Returns how many groups it signalled.
 pub fn kill_all() -> usize {
     let mut registry = registry();
@@ -89,7 +143,7 @@ pub fn kill_all() -> usize {
 }
 
 /// Listens for SIGINT, SIGTERM and SIGHUP on the current tokio runtime. On the first one it kills every
-/// child process group, runs `before_exit` (e.g. to clear a spinner line) and exits with 128 + the signal
+/// child process group, removes every scratch directory, runs `before_exit` (e.g. to clear a spinner line) and exits with 128 + the signal
 /// number (130 for Ctrl-C).
 pub fn install_signal_handlers(before_exit: impl Fn() + Send + 'static) -> io::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
@@ -103,6 +157,7 @@ pub fn install_signal_handlers(before_exit: impl Fn() + Send + 'static) -> io::R
             _ = hup.recv() => libc::SIGHUP,
         };
         kill_all();
+        remove_all_scratch();
         before_exit();
         std::process::exit(128 + signo);
     });

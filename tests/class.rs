@@ -733,7 +733,10 @@ fn on_a_terminal_the_progress_bar_redraws_in_place() {
     assert_eq!(status.code(), Some(0), "{screen}");
     assert!(screen.contains("\r\x1b[2K"), "redrawn in place: {screen:?}");
     assert!(screen.contains('█'), "a bar: {screen:?}");
-    assert!(screen.contains("2/2 · 1 not passed"), "{screen:?}");
+    assert!(
+        screen.contains("2/2 · class so far: 1 not passed"),
+        "{screen:?}"
+    );
     for line in ["ann: passed 100/100", "ben: failed 0/100"] {
         assert!(screen.contains(line), "{line}: {screen:?}");
     }
@@ -987,5 +990,135 @@ fn one_learner_exhausting_output_memory_or_time_changes_no_one_elses_grade() {
         assert_eq!(a["status"], b["status"], "{name}");
         assert_eq!(a["score"], b["score"], "{name}");
         assert_eq!(replayable(&a["groups"]), replayable(&b["groups"]), "{name}");
+    }
+}
+
+/// Results from one submissions folder are never mixed with another's: `grade-class other --out results`
+/// is refused (exit 2, naming both folders, in the language asked for) and changes nothing; `--fresh`
+/// starts over, keeping nothing of the other class.
+#[test]
+fn results_of_another_class_are_refused_unless_told_to_start_over() {
+    let dir = tmp();
+    let root = dir.path();
+    let (a, b) = (root.join("class-a"), root.join("class-b"));
+    put(&a.join("ann.rs"), &skeleton());
+    put(&b.join("bob.rs"), &skeleton());
+    let results = root.join("results");
+    let first = grade_class(root, &a, &results, &["--lang", "en"]);
+    assert_eq!(first.status.code(), Some(0), "{}", describe(&first));
+    let before = tree(&results);
+
+    for lang in ["zh", "en"] {
+        let out = grade_class(root, &b, &results, &["--lang", lang]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        let err = stderr(&out);
+        let a_shown = a.canonicalize().unwrap().display().to_string();
+        for wanted in [a_shown.as_str(), b.to_str().unwrap(), "--fresh", "--out"] {
+            assert!(err.contains(wanted), "{wanted}: {err}");
+        }
+        if lang == "en" {
+            assert!(err.contains("another submissions folder"), "{err}");
+            assert!(
+                !err.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+                "{err}"
+            );
+        } else {
+            assert!(err.contains("另一个提交目录"), "{err}");
+        }
+        assert_eq!(tree(&results), before, "a refused run changed the results");
+    }
+    // The same class again resumes as before.
+    let again = grade_class(root, &a, &results, &["--lang", "en"]);
+    assert_eq!(again.status.code(), Some(0), "{}", describe(&again));
+    assert!(stdout(&again).contains("skipped 1"), "{}", describe(&again));
+
+    // --fresh: only the new class is left, each learner graded.
+    let fresh = grade_class(root, &b, &results, &["--lang", "en", "--fresh"]);
+    assert_eq!(fresh.status.code(), Some(0), "{}", describe(&fresh));
+    let names: Vec<String> = class_summary(&results)["learners"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["bob"]);
+    let learner_files = names_in(&results.join("learners"));
+    assert!(
+        learner_files.iter().all(|f| f.starts_with("bob.")) && !learner_files.is_empty(),
+        "{learner_files:?}"
+    );
+    // From now on the results are class-b's: class-b resumes, class-a is refused.
+    let resumed = grade_class(root, &b, &results, &["--lang", "en"]);
+    assert!(
+        stdout(&resumed).contains("skipped 1"),
+        "{}",
+        describe(&resumed)
+    );
+    let refused = grade_class(root, &a, &results, &["--lang", "en"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", describe(&refused));
+}
+
+/// Results are for others to read too (a TA, a web server): files 0644 and folders 0755 under the usual
+/// umask, the JUnit report of a single grade as well. The progress line counts the class so far.
+#[test]
+fn result_files_are_readable_by_others_and_progress_counts_the_class() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = tmp();
+    let root = dir.path();
+    let subs = root.join("subs");
+    put(&subs.join("ann.rs"), &skeleton());
+    let results = root.join("results");
+    let mut command = pi_course(root);
+    command
+        .args(["grade-class", "subs", "--out", "results", "--lang", "en"])
+        .stdin(Stdio::null());
+    // SAFETY: umask is async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            libc::umask(0o022);
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("[1/1] ann: failed 0/100 · class so far: 1 not passed"),
+        "{}",
+        describe(&out)
+    );
+    let mut seen = 0;
+    for entry in walkdir::WalkDir::new(&results) {
+        let entry = entry.unwrap();
+        let mode = entry.metadata().unwrap().permissions().mode() & 0o777;
+        let wanted = if entry.file_type().is_dir() {
+            0o755
+        } else {
+            0o644
+        };
+        assert_eq!(mode, wanted, "{:o}: {}", mode, entry.path().display());
+        seen += 1;
+    }
+    assert!(seen >= 8, "{seen}");
+
+    let practice_dir = practice_at(root, "p");
+    let mut command = pi_course(&practice_dir);
+    command.args(["grade", "-g", "7.1", "--junit", "report.xml"]);
+    // SAFETY: as above.
+    unsafe {
+        command.pre_exec(|| {
+            libc::umask(0o022);
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    for file in ["report.xml", ".pi-course/last-grade.json"] {
+        let mode = fs::metadata(practice_dir.join(file))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o644, "{file}: {mode:o}");
     }
 }

@@ -47,7 +47,10 @@ fn bad_input_is_still_exactly_one_json_document() {
     }
     let (_, doc) = document(tmp.path(), cases[0]);
     assert!(
-        doc["message"].as_str().unwrap().contains("不是一个目录"),
+        doc["message"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent 不存在"),
         "{doc:#}"
     );
     let (_, doc) = document(tmp.path(), cases[4]);
@@ -55,7 +58,7 @@ fn bad_input_is_still_exactly_one_json_document() {
         doc["message"]
             .as_str()
             .unwrap()
-            .contains("is not a directory"),
+            .contains("/nonexistent does not exist"),
         "{doc:#}"
     );
     let (_, doc) = document(tmp.path(), cases[2]);
@@ -359,18 +362,76 @@ fn the_classroom_workflow_grades_one_step_per_group_with_its_points() {
             "{reporter:#}"
         );
     }
-    // pi-course is installed at this version.
+    // pi-course is installed from its repository, which the instructor names in PI_COURSE_GIT (it is in
+    // no package registry); until then the step fails, saying what to set, and installs nothing.
+    let placeholder = "https://github.com/YOUR-ORG/pi-course";
+    assert_eq!(
+        workflow["env"]["PI_COURSE_GIT"], placeholder,
+        "{workflow:#}"
+    );
+    assert!(
+        text.contains("BEFORE THE FIRST PUSH: set PI_COURSE_GIT"),
+        "{text}"
+    );
     let install = steps
         .iter()
         .find(|s| s["name"] == "Install pi-course")
         .expect("the install step");
-    assert!(
-        install["run"]
-            .as_str()
+    let script = install["run"].as_str().unwrap();
+    assert!(!script.contains("--version"), "{install:#}");
+    // A stand-in cargo records how it was called; pi-course is not on this PATH.
+    let bin = parent.path().join("fake-bin");
+    std::fs::create_dir(&bin).unwrap();
+    let calls = parent.path().join("cargo-calls");
+    std::fs::write(
+        bin.join("cargo"),
+        format!("#!/bin/sh\necho \"$@\" >> '{}'\n", calls.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin.join("cargo"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let install_with = |git: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", script])
+            .current_dir(&dir)
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("PI_COURSE_GIT", git)
+            .output()
             .unwrap()
-            .contains(&format!("--version {}", env!("CARGO_PKG_VERSION"))),
-        "{install:#}"
+    };
+    let unset = install_with(placeholder);
+    assert_eq!(unset.status.code(), Some(1), "{}", describe(&unset));
+    assert!(
+        stdout(&unset).contains("::error::Set PI_COURSE_GIT in .github/workflows/classroom.yml"),
+        "{}",
+        describe(&unset)
     );
+    assert!(!calls.exists(), "cargo ran with the placeholder");
+    let set = install_with("https://example.org/course/pi-course.git");
+    assert!(set.status.success(), "{}", describe(&set));
+    assert_eq!(
+        std::fs::read_to_string(&calls).unwrap(),
+        "install --locked --git https://example.org/course/pi-course.git pi-course\n"
+    );
+    // `practice --classroom` says so, in the directory's language.
+    assert!(
+        stdout(&out).contains(&format!("set PI_COURSE_GIT in it (now {placeholder})")),
+        "{}",
+        describe(&out)
+    );
+    let zh = run(parent.path(), &["practice", "07", "repo-zh", "--classroom"]);
+    assert!(zh.status.success(), "{}", describe(&zh));
+    for wanted in [
+        "推送之前",
+        "PI_COURSE_GIT",
+        placeholder,
+        "cargo install --locked --git",
+    ] {
+        assert!(stdout(&zh).contains(wanted), "{wanted}: {}", describe(&zh));
+    }
 
     // The grading commands, run here: the skeleton fails every step, the reference passes every one.
     let warm = steps

@@ -83,8 +83,9 @@ fn the_skeleton_fails_every_group() {
     assert!(text.contains("score 0/100"), "{text}");
     assert!(text.contains("0/20 pts"), "{text}");
     assert!(text.contains("plain-text stop"), "{text}");
-    // Every failing test is listed with its message; the Lab to work on now, 7.1, in full, the others in
-    // one line each, and the next step named. `--group` gives every chosen group's messages in full.
+    // To fit a screen: the Lab to work on now, 7.1, with its failing tests (the first one's message in
+    // full), every other group as its verdict line alone, the next step named and how to see the rest.
+    // `--group` (and `--all`) gives every chosen group's failing tests and messages in full.
     // The lines under the single-tool group's row (indented tests and their messages).
     let single_tool_lines = |text: &str| {
         text.lines()
@@ -96,6 +97,11 @@ fn the_skeleton_fails_every_group() {
     assert!(text.contains("✗ plain_stop::"), "{text}");
     assert!(text.contains("Next: Lab 7.1"), "{text}");
     let brief = single_tool_lines(&text);
+    assert_eq!(brief, 0, "another group is its verdict line alone:\n{text}");
+    assert!(
+        text.contains("The rest: pi-course grade --all shows every failing test's message"),
+        "{text}"
+    );
     let out = grade(&dir, &["--lang", "en", "--group", "7.2"]);
     let text = stdout(&out);
     let single_tool = groups(&json)
@@ -408,7 +414,7 @@ fn bad_input_exits_2_and_writes_nothing() {
     fs::create_dir(&empty).unwrap();
     for (args, wanted) in [
         (vec!["grade", "empty"], "empty 不是练习目录"),
-        (vec!["grade", "missing"], "missing 不是一个目录"),
+        (vec!["grade", "missing"], "missing 不存在"),
     ] {
         let out = pi_course(tmp.path()).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
@@ -512,4 +518,68 @@ fn ctrl_c_during_the_build_stops_cargo_too() {
     let groups: BTreeSet<i32> = seen.iter().map(|p| p.pgid).collect();
     assert!(!groups.is_empty(), "saw no child");
     assert_groups_gone(&groups);
+}
+
+/// Ctrl-C (SIGINT) of a grade whose loop hangs: the tests' scratch directories go with it, and nothing is
+/// left in the temporary directory.
+#[test]
+fn ctrl_c_leaves_nothing_in_the_temporary_directory() {
+    let (_tmp, dir) = practice();
+    write_loop(
+        &dir,
+        &solution_starting_with("loop { std::hint::spin_loop(); }"),
+    );
+    // Warm the build first, so the interrupt lands while tests run.
+    let _ = grade(&dir, &["-g", "7.1", "--timeout", "1"]);
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let (out, left, tests) =
+            interrupt_grade(&dir, &["-g", "7.1", "--timeout", "60"], signal, |p| {
+                p.args.contains("/deps/ch07-")
+            });
+        assert_eq!(out.status.code(), Some(128 + signal), "{}", describe(&out));
+        assert_eq!(
+            left,
+            Vec::<String>::new(),
+            "left in TMPDIR after signal {signal}"
+        );
+        assert_groups_gone(&tests.iter().map(|p| p.pgid).collect());
+    }
+}
+
+/// A time limit of 0 is refused with a plain sentence in the language asked for, not clap's range.
+#[test]
+fn a_zero_time_limit_is_refused_plainly() {
+    let (_tmp, dir) = practice();
+    for flag in ["--timeout", "--build-timeout"] {
+        for (lang, wanted) in [
+            ("zh", "时间限制至少为 1 秒"),
+            ("en", "a time limit is at least 1 second"),
+        ] {
+            let out = grade(&dir, &["--lang", lang, flag, "0"]);
+            assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+            let err = stderr(&out);
+            assert!(err.contains(wanted) && err.contains(flag), "{err}");
+            assert!(!err.contains("18446744073709551615"), "{err}");
+        }
+    }
+}
+
+/// The optional Lab's line says how its points count: a bonus that decides nothing, the total capped.
+#[test]
+fn the_optional_lab_reads_as_a_bonus() {
+    let (_tmp, dir) = practice();
+    for (lang, wanted) in [
+        (
+            "zh",
+            "可选 Lab 7.6：未通过（不决定整体是否通过；它的 10 分是加分，总分最多 100 分）",
+        ),
+        (
+            "en",
+            "Optional Lab 7.6: failed (it does not decide whether the grade passes; its 10 points are a bonus, and the total stays at most 100)",
+        ),
+    ] {
+        let out = grade(&dir, &["--lang", lang]);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        assert!(stdout(&out).contains(wanted), "{}", describe(&out));
+    }
 }

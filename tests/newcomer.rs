@@ -47,23 +47,32 @@ fn skeleton_of_an_unknown_chapter_is_bad_input() {
 fn a_deleted_loop_names_the_way_back_in_both_languages() {
     let (_guard, dir) = practice();
     fs::remove_file(dir.join("src/agent_loop.rs")).unwrap();
+    // Bad input (exit 2), on stderr only, said before anything is built: no sandbox line, no verdict.
     let zh = grade(&dir, &[]);
-    let all = format!("{}{}", stdout(&zh), stderr(&zh));
+    assert_eq!(zh.status.code(), Some(2), "{}", describe(&zh));
+    assert!(zh.stdout.is_empty(), "{}", describe(&zh));
+    let err = stderr(&zh);
     assert!(
-        all.contains("`pi-course skeleton 07 > ")
-            && all.contains("src/agent_loop.rs` 取回")
-            && all.contains("找不到"),
+        err.contains("`pi-course skeleton 07 > ")
+            && err.contains("src/agent_loop.rs` 取回")
+            && err.contains("找不到"),
         "{}",
         describe(&zh)
     );
-    assert!(!all.contains("GUIDE.md 里的骨架"), "{}", describe(&zh));
-    let en = grade(&dir, &["--lang", "en"]);
-    let all = format!("{}{}", stdout(&en), stderr(&en));
     assert!(
-        all.contains("`pi-course skeleton 07 --lang en > ") && all.contains("is missing"),
+        !err.contains("已隔离") && !err.contains("GUIDE.md 里的骨架"),
+        "{err}"
+    );
+    let en = grade(&dir, &["--lang", "en"]);
+    assert_eq!(en.status.code(), Some(2), "{}", describe(&en));
+    assert!(en.stdout.is_empty(), "{}", describe(&en));
+    let err = stderr(&en);
+    assert!(
+        err.contains("`pi-course skeleton 07 --lang en > ") && err.contains("is missing"),
         "{}",
         describe(&en)
     );
+    assert!(!err.contains("Sandboxed"), "{err}");
     // Following the advice brings the file back as it was made.
     let back = run(&dir, &["skeleton", "07"]);
     fs::write(dir.join("src/agent_loop.rs"), &back.stdout).unwrap();
@@ -73,6 +82,33 @@ fn a_deleted_loop_names_the_way_back_in_both_languages() {
     );
     let status = run(&dir, &["status"]);
     assert!(status.status.success(), "{}", describe(&status));
+
+    // The TypeScript track's way back names its own skeleton.
+    let (_ts_guard, ts) = practice_ts();
+    fs::remove_file(ts.join("src/agent-loop.ts")).unwrap();
+    for (lang, wanted) in [
+        ("zh", "`pi-course skeleton 07 --track typescript > "),
+        (
+            "en",
+            "`pi-course skeleton 07 --track typescript --lang en > ",
+        ),
+    ] {
+        let out = grade(&ts, &["--lang", lang]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        assert!(out.stdout.is_empty(), "{}", describe(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(wanted) && err.contains("src/agent-loop.ts`"),
+            "{err}"
+        );
+    }
+    let back = run(&ts, &["skeleton", "07", "--track", "typescript"]);
+    assert!(back.status.success(), "{}", describe(&back));
+    fs::write(ts.join("src/agent-loop.ts"), &back.stdout).unwrap();
+    assert_eq!(
+        fs::read_to_string(ts.join("src/agent-loop.ts")).unwrap(),
+        ts_skeleton()
+    );
 }
 
 /// Grades `dir` in both languages; each must be bad input (exit 2) whose stderr holds the given words.
@@ -471,4 +507,79 @@ fn the_readmes_set_up_commands_work_in_a_fresh_home() {
         text.contains(&format!("test {one} ... ok")) && text.contains("1 passed"),
         "{script}\n{text}"
     );
+}
+
+/// Every subcommand's `--help` ends with examples and its exit codes, in the language asked for; `watch`
+/// names its `e` key; `grade-class` and `merge-class` offer only the formats they take; SUBMISSIONS
+/// names the TypeScript track's files too.
+#[test]
+fn every_subcommands_help_has_examples_and_exit_codes() {
+    let here = tempfile::tempdir().unwrap();
+    let help = |args: &[&str]| {
+        let out = run(here.path(), args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", describe(&out));
+        stdout(&out)
+    };
+    for sub in [
+        "practice",
+        "grade",
+        "grade-class",
+        "merge-class",
+        "watch",
+        "hint",
+        "explain",
+        "status",
+        "list",
+        "skeleton",
+        "completions",
+    ] {
+        let en = help(&[sub, "--help", "--lang", "en"]);
+        assert!(
+            en.contains("Examples:\n  pi-course ") && en.contains("Exit status:\n  0  "),
+            "{sub}:\n{en}"
+        );
+        let zh = help(&[sub, "--help", "--lang", "zh"]);
+        assert!(
+            zh.contains("示例：\n  pi-course ") && zh.contains("退出码：\n  0  "),
+            "{sub}:\n{zh}"
+        );
+        let tail = &en[en.find("Examples:").unwrap()..];
+        assert!(
+            !tail.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+            "{sub}:\n{tail}"
+        );
+    }
+    // The key list in the subcommand's description (clap's, in English) and in the help's tail.
+    let watch = help(&["watch", "--help", "--lang", "en"]);
+    assert!(
+        watch.contains("e explain the first failing test"),
+        "{watch}"
+    );
+    assert!(
+        watch.contains("Keys: h hint · e explain the first failing test"),
+        "{watch}"
+    );
+    let zh_keys = help(&["watch", "--help"]);
+    assert!(
+        zh_keys.contains("按键：h 提示 · e 对照第一个未通过的测试"),
+        "{zh_keys}"
+    );
+    for sub in ["grade-class", "merge-class"] {
+        let text = help(&[sub, "--help"]);
+        assert!(text.contains("[possible values: human, json]"), "{text}");
+        assert!(!text.contains("gradescope"), "{sub}:\n{text}");
+        let out = run(
+            here.path(),
+            &[sub, "x", "--out", "y", "--format", "gradescope"],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    }
+    let class = help(&["grade-class", "--help"]);
+    assert!(
+        class.contains("NAME.ts") && class.contains("agent-loop.ts"),
+        "{class}"
+    );
+    // The grade help says what a grade does with the folder it is run in, and Ctrl-C's status.
+    let grade = help(&["grade", "--help", "--lang", "en"]);
+    assert!(grade.contains("130  interrupted with Ctrl-C"), "{grade}");
 }

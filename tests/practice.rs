@@ -602,3 +602,22 @@ fn an_interrupt_leaves_the_whole_directory_or_nothing() {
         );
     }
 }
+
+/// A place that takes no new directory (like /proc) is bad input, said with the system's reason and no
+/// name of a temporary directory, in both languages.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_place_that_takes_no_directory_is_refused_without_a_temporary_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (lang, wanted) in [
+        ("zh", "无法在 /proc 中写入"),
+        ("en", "Cannot write in /proc"),
+    ] {
+        let out = run(tmp.path(), &["practice", "07", "/proc/x", "--lang", lang]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        let err = stderr(&out);
+        assert!(err.contains(wanted), "{err}");
+        assert!(!err.contains(".tmp-") && !err.contains("at path"), "{err}");
+        assert!(err.contains("cd ~ && pi-course practice 07"), "{err}");
+    }
+}

@@ -187,3 +187,99 @@ fn explain_shows_a_failing_tests_two_timelines_and_says_when_there_is_nothing_to
     // The traces it reads are the last grade's, in the practice directory's own folder.
     assert!(dir.join(".pi-course/last-traces.json").is_file());
 }
+
+/// `pi-course explain WHAT` on a fresh skeleton's grade, in both tracks and both languages: a group by
+/// Lab number, slug (either spelling) or name is its first failing test; a test's unique part is that
+/// test; a part several failing tests share lists exactly those (exit 2); a name that matches nothing
+/// lists the groups (exit 2).
+#[test]
+fn explain_takes_a_group_a_test_or_a_unique_part_of_a_name_on_both_tracks() {
+    let (_rust_tmp, rust) = practice();
+    let (_ts_tmp, ts) = practice_ts();
+    for dir in [&rust, &ts] {
+        let (code, json) = grade_json(dir, &["--seed", "4242"]);
+        assert_eq!(code, 1, "{json:#}");
+        let failing: Vec<(String, String)> = report_tests(&json)
+            .iter()
+            .filter(|(_, t)| t["status"] != "pass")
+            .map(|(slug, t)| (slug.clone(), t["name"].as_str().unwrap().to_string()))
+            .collect();
+        let first_of = |slug: &str| -> &str { &failing.iter().find(|(s, _)| s == slug).unwrap().1 };
+        let explain = |args: &[&str]| pi_course(dir).arg("explain").args(args).output().unwrap();
+        // The heading line: the test's name, then its Lab.
+        let heading = |out: &std::process::Output| -> String {
+            stdout(out).lines().next().unwrap_or_default().to_string()
+        };
+        for lang in ["zh", "en"] {
+            for (query, slug) in [
+                ("plain_stop", "plain-stop"),
+                ("plain-stop", "plain-stop"),
+                ("7.1", "plain-stop"),
+                ("Lab 7.1", "plain-stop"),
+                ("纯文本 stop", "plain-stop"),
+                ("single_tool", "single-tool"),
+                ("7.4", "concurrent-tools"),
+            ] {
+                let out = explain(&["--lang", lang, query]);
+                assert_eq!(out.status.code(), Some(0), "{query}: {}", describe(&out));
+                let want = format!("{}  (Lab ", first_of(slug));
+                assert!(
+                    heading(&out).starts_with(&want),
+                    "{query}: {}",
+                    describe(&out)
+                );
+            }
+            // A part only one failing test has, written with `_` or spaces: that test.
+            let unique = failing
+                .iter()
+                .map(|(_, n)| n)
+                .find(|n| n.contains("request_holds") || n.contains("request holds"))
+                .unwrap();
+            for query in ["the_request_holds", "the request holds"] {
+                let out = explain(&["--lang", lang, query]);
+                assert_eq!(out.status.code(), Some(0), "{query}: {}", describe(&out));
+                assert!(
+                    heading(&out).starts_with(unique.as_str()),
+                    "{}",
+                    describe(&out)
+                );
+            }
+            // Several: exactly those, and no other test.
+            let out = explain(&["--lang", lang, "round_trip"]);
+            assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+            let err = stderr(&out);
+            let shared: Vec<&String> = failing
+                .iter()
+                .map(|(_, n)| n)
+                .filter(|n| n.replace('_', " ").contains("round trip"))
+                .collect();
+            assert_eq!(shared.len(), 2, "{failing:?}");
+            let listed: Vec<&str> = err
+                .lines()
+                .filter(|l| l.starts_with("  "))
+                .map(str::trim)
+                .collect();
+            assert_eq!(listed, shared, "{err}");
+            // Nothing: the groups to name, not 64 tests.
+            let out = explain(&["--lang", lang, "no_such_thing"]);
+            assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+            let err = stderr(&out);
+            assert!(err.lines().count() <= 12, "{err}");
+            for slug in ["plain-stop", "cancel-and-limits", "duplicate-call-ids"] {
+                assert!(err.contains(slug), "{err}");
+            }
+            if lang == "en" {
+                let without_names = failing
+                    .iter()
+                    .fold(err.clone(), |e, (_, n)| e.replace(n.as_str(), ""));
+                assert!(
+                    !without_names.contains("重复") && !without_names.chars().any(is_cjk),
+                    "Chinese in --lang en:\n{err}"
+                );
+                assert!(err.contains("tests failed in the last grade"), "{err}");
+            } else {
+                assert!(err.contains("个测试失败"), "{err}");
+            }
+        }
+    }
+}

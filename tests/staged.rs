@@ -338,3 +338,134 @@ fn a_learner_who_finishes_the_rust_labs_in_order_sees_their_groups_pass() {
 fn a_learner_who_finishes_the_typescript_labs_in_order_sees_their_groups_pass() {
     assert_staged(&typescript(), "en");
 }
+
+/// A person's grade fits a screen, in both tracks and both languages: on the fresh skeleton and after
+/// Lab 7.1 passes, at most 60 lines: the Lab at hand's first failing test in full, one line for each of
+/// its other failing tests, one line for each other group, and a line saying how to see the rest.
+/// `--all` shows every failing test with its message, and JSON stays complete.
+#[test]
+fn a_grade_fits_a_screen_on_the_skeleton_and_after_lab_7_1() {
+    for track in [rust(), typescript()] {
+        let labs = labs(&track.staged);
+        let (_, lab_7_1) = labs.iter().find(|(lab, _)| lab == "7.1").unwrap();
+        for lang in ["zh", "en"] {
+            let tmp = tempfile::Builder::new()
+                .prefix("screen-")
+                .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+                .unwrap();
+            let mut args = vec!["practice", "07", "p", "--lang", lang];
+            args.extend_from_slice(track.practice);
+            let out = run(tmp.path(), &args);
+            assert!(out.status.success(), "{}", describe(&out));
+            let dir = tmp.path().join("p");
+            let file = dir.join(track.editable);
+            let skeleton = std::fs::read_to_string(&file).unwrap();
+            let what = format!("{} {lang}", track.name);
+            let rest = match lang {
+                "zh" => "其余的失败：pi-course grade --all",
+                _ => "The rest: pi-course grade --all",
+            };
+
+            for (step, focus, passing) in [("skeleton", "7.1", 0), ("Lab 7.1 done", "7.2", 1)] {
+                if focus == "7.2" {
+                    std::fs::write(&file, apply(&skeleton, "7.1", lab_7_1)).unwrap();
+                }
+                let what = format!("{what}, {step}");
+                let (code, json) = grade_json(&dir, &[]);
+                assert_eq!(code, 1, "{what}: {json:#}");
+                // JSON: every test, every failing one with its message.
+                let tests = report_tests(&json);
+                assert!(tests.len() >= 60, "{what}: {} tests", tests.len());
+                let failing: Vec<(String, String, String)> = tests
+                    .iter()
+                    .filter(|(_, t)| t["status"] != "pass")
+                    .map(|(slug, t)| {
+                        let message = t["message"].as_str().unwrap_or_else(|| {
+                            panic!("{what}: a failing test without its message: {t:#}")
+                        });
+                        (
+                            slug.clone(),
+                            t["name"].as_str().unwrap().to_string(),
+                            message.to_string(),
+                        )
+                    })
+                    .collect();
+                let passed = json["groups"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|g| g["status"] == "pass")
+                    .count();
+                assert_eq!(passed, passing, "{what}: {json:#}");
+
+                let out = grade(&dir, &[]);
+                assert_eq!(out.status.code(), Some(1), "{what}: {}", describe(&out));
+                let text = stdout(&out);
+                let lines: Vec<&str> = text.lines().collect();
+                assert!(lines.len() <= 60, "{what}: {} lines\n{text}", lines.len());
+                assert!(text.contains(rest), "{what}:\n{text}");
+                // The Lab at hand: its first failing test with its message, then one line per other one.
+                let focus_slug = json["groups"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|g| g["lab"] == focus)
+                    .unwrap()["slug"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                let in_focus: Vec<&(String, String, String)> = failing
+                    .iter()
+                    .filter(|(s, _, _)| *s == focus_slug)
+                    .collect();
+                let (_, first, message) = in_focus[0];
+                let at = lines
+                    .iter()
+                    .position(|l| l.trim_start().strip_prefix("✗ ") == Some(first.as_str()))
+                    .unwrap_or_else(|| panic!("{what}: {first} not shown\n{text}"));
+                let first_line = message.lines().next().unwrap();
+                assert!(lines[at + 1].contains(first_line.trim()), "{what}:\n{text}");
+                for (_, name, _) in &in_focus[1..] {
+                    let i = lines
+                        .iter()
+                        .position(|l| l.trim_start().strip_prefix("✗ ") == Some(name.as_str()))
+                        .unwrap_or_else(|| panic!("{what}: {name} not listed\n{text}"));
+                    let next = lines[i + 1].trim_start();
+                    assert!(
+                        next.starts_with("✗ ") || next.starts_with("✓ ") || next.is_empty(),
+                        "{what}: {name} takes one line\n{text}"
+                    );
+                }
+                // Other groups: their verdict line only.
+                for (slug, name, _) in failing.iter().filter(|(s, _, _)| *s != focus_slug) {
+                    assert!(
+                        !text.contains(name.as_str()),
+                        "{what}: {slug} {name}\n{text}"
+                    );
+                }
+                for g in json["groups"].as_array().unwrap() {
+                    let lab = format!("Lab {}", g["lab"].as_str().unwrap());
+                    assert!(
+                        lines
+                            .iter()
+                            .any(|l| l.contains(&lab) && l.contains(g["slug"].as_str().unwrap())),
+                        "{what}: {lab}\n{text}"
+                    );
+                }
+
+                // --all: every failing test, each with its message.
+                let all = grade(&dir, &["--all"]);
+                assert_eq!(all.status.code(), Some(1), "{what}: {}", describe(&all));
+                let all_text = stdout(&all);
+                for (_, name, _) in &failing {
+                    assert!(all_text.contains(name.as_str()), "{what} --all: {name}");
+                }
+                assert!(
+                    all_text.lines().count() > 2 * failing.len(),
+                    "{what} --all:\n{all_text}"
+                );
+                assert!(!all_text.contains(rest), "{what} --all:\n{all_text}");
+            }
+        }
+    }
+}

@@ -922,3 +922,26 @@ fn a_million_events_or_a_50_mb_payload_get_a_clear_verdict_and_a_small_grader() 
         );
     }
 }
+
+/// Ctrl-C (SIGINT) or SIGTERM of a TypeScript grade whose loop hangs leaves nothing in the temporary
+/// directory.
+#[test]
+fn an_interrupted_grade_leaves_nothing_in_the_temporary_directory() {
+    let (_tmp, dir) = practice_ts();
+    write_ts_loop(&dir, &ts_starting_with(&ts_solution(), "for (;;) {}"));
+    // Warm the build (and the dependencies) first, so the interrupt lands while tests run.
+    let _ = grade(&dir, &["-g", "7.1", "--timeout", "1"]);
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let (out, left, tests) =
+            interrupt_grade(&dir, &["-g", "7.1", "--timeout", "60"], signal, |p| {
+                p.args.contains("node") && p.args.contains("run.mjs")
+            });
+        assert_eq!(out.status.code(), Some(128 + signal), "{}", describe(&out));
+        assert_eq!(
+            left,
+            Vec::<String>::new(),
+            "left in TMPDIR after signal {signal}"
+        );
+        assert_groups_gone(&tests.iter().map(|p| p.pgid).collect());
+    }
+}

@@ -77,10 +77,15 @@ struct Watch {
 
 impl Watch {
     fn start(dir: &Path, args: &[&str]) -> Watch {
+        Watch::start_in(dir, Some(dir), args)
+    }
+
+    /// `pi-course watch [DIR] ARGS` run in `cwd`.
+    fn start_in(cwd: &Path, dir: Option<&Path>, args: &[&str]) -> Watch {
         let (master, slave) = open_pty();
-        let mut cmd = pi_course(dir);
+        let mut cmd = pi_course(cwd);
         cmd.arg("watch")
-            .arg(dir)
+            .args(dir)
             .args(args)
             .env("TERM", "xterm-256color")
             .stdin(Stdio::from(slave.try_clone().unwrap()))
@@ -504,6 +509,20 @@ fn a_directory_made_in_english_is_watched_in_english() {
     assert!(screen.contains("Lab 7.2's unfinished part"), "{screen}");
     assert!(!cjk(&screen), "{screen}");
 
+    w.press(b"q");
+    let status = w.wait_exit(QUIT);
+    assert_eq!(status.code(), Some(0), "{}", w.transcript());
+    w.assert_clean_exit();
+}
+
+#[test]
+fn started_in_a_folder_inside_a_practice_directory_it_watches_that_directory() {
+    let (_guard, dir) = practice();
+    let src = dir.join("src");
+    let mut w = Watch::start_in(&src, None, &[]);
+    first_verdict(&mut w);
+    fs::write(src.join("agent_loop.rs"), solution()).unwrap();
+    w.wait_for("every required Lab passing", REGRADE, all_required_pass);
     w.press(b"q");
     let status = w.wait_exit(QUIT);
     assert_eq!(status.code(), Some(0), "{}", w.transcript());

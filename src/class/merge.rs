@@ -93,7 +93,18 @@ pub fn merge(catalog: &Catalog, lang: Lang, args: &MergeRequest) -> Result<Summa
             &[("file", &"index.html"), ("error", &e)],
         ))
     })?;
-    write(&args.out, &summary, &rows, &index, lang)?;
+    // Parts graded from one submissions folder make results that came from it, as a whole run's do.
+    let sources: Vec<Option<String>> = parts
+        .iter()
+        .map(|p| super::recorded_source(&p.dir))
+        .collect();
+    let source = match sources.first() {
+        Some(Some(first)) if sources.iter().all(|s| s.as_ref() == Some(first)) => {
+            Some(first.clone())
+        }
+        _ => None,
+    };
+    write(&args.out, &summary, &rows, &index, source.as_deref(), lang)?;
     Ok(summary)
 }
 
@@ -432,6 +443,7 @@ fn write(
     summary: &Summary,
     rows: &[(Row, PathBuf)],
     index: &str,
+    source: Option<&str>,
     lang: Lang,
 ) -> Result<()> {
     let failed = |e: std::io::Error| {
@@ -457,6 +469,9 @@ fn write(
     fs::write(tmp.path().join(summary::JSON), summary.to_json()).map_err(failed)?;
     fs::write(tmp.path().join(summary::CSV), summary.to_csv()).map_err(failed)?;
     fs::write(tmp.path().join("index.html"), index).map_err(failed)?;
+    if let Some(source) = source {
+        fs::write(tmp.path().join(super::SOURCE), super::source_json(source)).map_err(failed)?;
+    }
     // tempfile makes the folder private; results are as readable as grade-class leaves them.
     set_mode(tmp.path()).map_err(failed)?;
     fs::rename(tmp.path(), out).map_err(failed)?;

@@ -127,6 +127,46 @@ pub struct ClassRequest {
     pub limits: grade::Limits,
     /// `--shard K/N`: grade only part K of N (see [`shard`]).
     pub shard: Option<Shard>,
+    /// Start over: remove the earlier results in `out` first, whichever submissions they came from.
+    pub fresh: bool,
+}
+
+/// `submissions.json` in a class's results: the submissions folder they came from (its absolute path), so
+/// that a run on another folder is refused rather than mixed in with them (`--fresh` starts over).
+pub const SOURCE: &str = "submissions.json";
+
+/// The submissions folder `out`'s results came from, when they record one (results written before it
+/// was recorded, or merged from parts graded in different places, do not).
+pub fn recorded_source(out: &Path) -> Option<String> {
+    let text = fs::read_to_string(out.join(SOURCE)).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value["submissions"].as_str().map(str::to_string)
+}
+
+/// The text of `submissions.json` for the folder at `submissions` (absolute).
+pub fn source_json(submissions: &str) -> String {
+    format!(
+        "{}\n",
+        serde_json::json!({"format": "pi-course grade-class submissions", "submissions": submissions})
+    )
+}
+
+/// The results of an earlier run in `out`, whatever class they were: what grade-class writes there.
+fn remove_results(out: &Path) -> std::io::Result<()> {
+    crate::remove_tree::remove_tree(&out.join(LearnerFiles::DIR))?;
+    for file in [
+        summary::JSON,
+        summary::CSV,
+        "index.html",
+        shard::FILE,
+        SOURCE,
+    ] {
+        match fs::remove_file(out.join(file)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// What grading a class came to: the summary as written, and what the run itself did.
@@ -174,6 +214,24 @@ pub fn grade_class(
         .with_fix(lang.t("class-submissions-fix", &[])));
     }
     check_out(&args.out, &args.submissions, lang)?;
+    let source = fs::canonicalize(&args.submissions)
+        .unwrap_or_else(|_| args.submissions.clone())
+        .display()
+        .to_string();
+    match recorded_source(&args.out) {
+        Some(earlier) if earlier != source && !args.fresh => {
+            return Err(UserError::new(lang.t(
+                "class-out-other-class",
+                &[
+                    ("out", &args.out.display()),
+                    ("earlier", &earlier),
+                    ("dir", &args.submissions.display()),
+                ],
+            ))
+            .with_fix(lang.t("class-out-other-class-fix", &[("out", &args.out.display())])))
+        }
+        _ => {}
+    }
     let entries = entries::scan(&args.submissions, &chapter, lang)?;
     let mut opts = GradeOptions::from_args(&args.limits, lang)?;
     opts.record_last_grade = false;
@@ -185,12 +243,12 @@ pub fn grade_class(
     let seeds = Seeds::of(args.limits.seed);
     // An earlier part's rows are kept only if it drew its instances the same way. (A whole class's
     // results record no policy: they are kept as before.)
-    let earlier_part = PartFile::load(&args.out);
+    let earlier_part = PartFile::load(&args.out).filter(|_| !args.fresh);
     let same_seeds = earlier_part
         .as_ref()
         .map_or(args.shard.is_none(), |p| p.seeds == seeds);
-    let earlier =
-        Summary::load(&args.out).filter(|s| !args.force && same_seeds && s.reusable_by(&fresh));
+    let earlier = Summary::load(&args.out)
+        .filter(|s| !args.force && !args.fresh && same_seeds && s.reusable_by(&fresh));
     let plans: Vec<Plan> = entries
         .into_iter()
         .map(|e| {
@@ -212,7 +270,13 @@ pub fn grade_class(
             &[("out", &args.out.display()), ("error", &e)],
         ))
     };
+    // Starting over removes the earlier results only now, once the input is known to be good.
+    if args.fresh && args.out.is_dir() {
+        remove_results(&args.out).map_err(unwritable)?;
+    }
     fs::create_dir_all(args.out.join(LearnerFiles::DIR)).map_err(unwritable)?;
+    atomic_file::write(&args.out.join(SOURCE), source_json(&source).as_bytes())
+        .map_err(unwritable)?;
     // A part says what it is before it grades anyone; results that are no longer a part say nothing.
     match &part {
         Some(part) => atomic_file::write(&args.out.join(shard::FILE), part.to_json().as_bytes())

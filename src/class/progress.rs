@@ -61,12 +61,12 @@ impl Bar {
         }
     }
 
-    /// `3/10 · 1 not passed · about 12 s left`.
+    /// `3/10 · class so far: 1 not passed · about 12 s left`.
     fn status(&self) -> String {
         format!("{}/{} · {}", self.done, self.total, self.tail())
     }
 
-    /// `1 not passed · about 12 s left`.
+    /// `class so far: 1 not passed · about 12 s left`: the class's running count, not the learner's.
     fn tail(&self) -> String {
         let left = match self.time_left() {
             Some(left) => self.lang.t(

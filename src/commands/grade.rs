@@ -20,6 +20,8 @@ pub struct GradeRequest {
     pub dir: PathBuf,
     /// `--group` queries: slug, name or Lab number.
     pub groups: Vec<String>,
+    /// `--all`: every failing test with its message (the groups chosen show it so too).
+    pub all: bool,
     pub format: Format,
     pub junit: Option<PathBuf>,
     /// With Gradescope's format: one entry per test.
@@ -36,6 +38,24 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode
     if let Some(unreadable) = submission.unreadable() {
         return Err(
             UserError::new(unreadable.message(lang)).with_fix(lang.t("grade-editable-fix", &[]))
+        );
+    }
+    // A deleted file is bad input, said before anything is built: the way back, in this track.
+    if let Some(path) = submission.missing() {
+        let chapter = &submission.practice.chapter;
+        let mut command = format!("pi-course skeleton {}", chapter.id);
+        if chapter.track != crate::catalog::Track::Rust {
+            command.push_str(&format!(" --track {}", chapter.track.name()));
+        }
+        if lang != Lang::default() {
+            command.push_str(&format!(" --lang {}", lang.code()));
+        }
+        let path_shown = crate::practice::shell_quote(path);
+        return Err(
+            UserError::new(lang.t("grade-editable-missing", &[("path", &path)])).with_fix(lang.t(
+                "grade-editable-missing-fix",
+                &[("command", &command), ("path", &path_shown)],
+            )),
         );
     }
     if let Some(junit) = &args.junit {
@@ -79,7 +99,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode
     }
     match args.format {
         Format::Human => {
-            let detail = if args.groups.is_empty() {
+            let detail = if args.groups.is_empty() && !args.all {
                 report::human::Detail::Focus
             } else {
                 report::human::Detail::All

@@ -2,7 +2,7 @@
 //! for the Lab named. Hints come from the chapter manifest and point at the rule in the guide, never at
 //! code.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::catalog::{Catalog, Chapter, Group};
@@ -26,6 +26,10 @@ pub fn run(catalog: &Catalog, lang: Lang, dir: PathBuf, lab: Option<String>) -> 
             .group(q)
             .ok_or_else(|| unknown_lab(chapter, lang, q))?,
         None => match &last {
+            None if !last::can_record(&practice.dir) => {
+                println!("{}\n", last::read_only_note(&practice.dir, lang));
+                &chapter.groups[0]
+            }
             None => {
                 println!("{}\n", lang.t("hint-no-grade-yet", &[]));
                 &chapter.groups[0]
@@ -58,7 +62,7 @@ fn resolve(
         return Ok((Practice::open(catalog, lang, &dir)?, lab));
     }
     let arg = dir.to_string_lossy().into_owned();
-    match Practice::open(catalog, lang, Path::new(".")) {
+    match Practice::open(catalog, lang, &crate::metadata::find()) {
         Ok(here) => {
             if here.chapter.group(&arg).is_none() {
                 let mut e = unknown_lab(&here.chapter, lang, &arg);
@@ -67,7 +71,9 @@ fn resolve(
             }
             Ok((here, Some(arg)))
         }
-        // Not in a practice directory either: say what is wrong with the argument as a directory.
+        // A Lab named outside any practice directory: that is what is wrong.
+        Err(here) if catalog.chapters.iter().any(|c| c.group(&arg).is_some()) => Err(here),
+        // Neither: say what is wrong with the argument as a directory.
         Err(_) => Err(Practice::open(catalog, lang, &dir).expect_err("not a directory")),
     }
 }

@@ -37,6 +37,18 @@ pub fn run(
     match practice::make(lang, chapter, &target, &extra) {
         Ok(()) => {
             print_next_steps(lang, chapter, &dir);
+            if classroom {
+                crate::report::emit(&format!(
+                    "\n{}\n",
+                    lang.t(
+                        "practice-classroom-next",
+                        &[
+                            ("file", &crate::classroom::PATH),
+                            ("placeholder", &crate::classroom::PLACEHOLDER)
+                        ],
+                    )
+                ));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(Failure::Input(e)) => Err(e),

@@ -46,6 +46,9 @@ fn render(practice: &Practice, lang: Lang, paint: Paint) -> String {
 
     let last = last::load(&practice.dir);
     match &last {
+        None if !last::can_record(&practice.dir) => {
+            line(&last::read_only_note(&practice.dir, lang))
+        }
         None => line(&lang.t("status-never-graded", &[])),
         Some(last) => {
             if let Some(time) = last.unbuilt {
@@ -166,7 +169,10 @@ fn modified(path: &Path) -> Option<u64> {
 /// What follows `pi-course practice CHAPTER` to make a directory like this one: a new name, and the
 /// track and language when they are not the defaults, so the new directory is done the same way.
 fn start_over_args(practice: &Practice, lang: Lang) -> String {
-    let mut args = new_dir_suggestion(&practice.chapter, &practice.dir);
+    // Pasted into a shell as it is: a name with a space or a quote is quoted.
+    let mut args =
+        crate::practice::shell_quote(&new_dir_suggestion(&practice.chapter, &practice.dir))
+            .into_owned();
     if practice.chapter.track != crate::catalog::Track::Rust {
         args.push_str(&format!(" --track {}", practice.chapter.track.name()));
     }

@@ -52,20 +52,9 @@ pub struct TestProcess {
     pub verdicts: Verdicts,
     pub stdout: JoinHandle<Captured>,
     pub stderr: JoinHandle<Captured>,
-    /// The process's own scratch directory, removed when this value is dropped.
-    _scratch: Scratch,
-}
-
-/// A test process's scratch directory: removed, whatever the test left in it, when dropped (after the
-/// process group was killed: nothing writes in it any more).
-struct Scratch(std::path::PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        // Nothing else to do about a directory that cannot be removed; the class's scratch root (or
-        // the system's temporary directory) still holds it.
-        let _ = crate::remove_tree::remove_tree(&self.0);
-    }
+    /// The process's own scratch directory, removed when this value is dropped (after the process group
+    /// was killed: nothing writes in it any more) or when pi-course exits on a signal.
+    _scratch: process::ScratchDir,
 }
 
 impl TestProcess {
@@ -77,12 +66,7 @@ impl TestProcess {
         orders: Orders<'_>,
         envs: &[(&str, &str)],
     ) -> io::Result<TestProcess> {
-        let scratch = Scratch(
-            tempfile::Builder::new()
-                .prefix("pi-course-test-")
-                .tempdir()?
-                .keep(),
-        );
+        let scratch = process::ScratchDir::new("pi-course-test-")?;
         let (orders_read, mut orders_write) = io::pipe()?;
         // A socket, not a pipe: a pipe can be opened again through /proc/self/fd (for reading, too), a
         // socket cannot; and what the harness writes on its end can only be read on ours.
@@ -103,7 +87,7 @@ impl TestProcess {
             &TestPaths {
                 exe: command.program.clone(),
                 read: command.read.clone(),
-                scratch: scratch.0.clone(),
+                scratch: scratch.path().to_path_buf(),
             },
         )?;
         cmd.env(protocol::ENV, "1");

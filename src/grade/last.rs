@@ -69,6 +69,33 @@ impl LastGrade {
     }
 }
 
+/// Can a grade keep its record in `practice_dir`? Not in a read-only directory, where `hint`, `explain`
+/// and `status` say why they see no grade rather than asking for one again.
+pub fn can_record(practice_dir: &Path) -> bool {
+    rustix::fs::access(
+        practice_dir.join(metadata::DIR),
+        rustix::fs::Access::WRITE_OK,
+    )
+    .is_ok()
+}
+
+/// Why there is no grade to show in a read-only practice directory, and what to do: for `hint`,
+/// `explain` and `status`.
+pub fn read_only_note(practice_dir: &Path, lang: crate::i18n::Lang) -> String {
+    let practice = practice_dir.display().to_string();
+    format!(
+        "{}\n{}",
+        lang.t(
+            "last-grade-read-only",
+            &[("dir", &practice_dir.join(metadata::DIR).display())]
+        ),
+        lang.t(
+            "last-grade-read-only-fix",
+            &[("practice", &crate::practice::shell_quote(&practice))]
+        )
+    )
+}
+
 pub fn path(practice_dir: &Path) -> PathBuf {
     practice_dir.join(metadata::DIR).join(FILE)
 }

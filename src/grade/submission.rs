@@ -83,6 +83,14 @@ impl Submission {
         })
     }
 
+    /// The first editable file that is missing, as the learner names it.
+    pub fn missing(&self) -> Option<&str> {
+        self.files.iter().find_map(|(_, read)| match read {
+            Err(Problem::MissingEditable { path }) => Some(path.as_str()),
+            _ => None,
+        })
+    }
+
     /// The editable files (path inside the practice directory, bytes), or the first one's problem.
     pub fn editable(&self) -> Result<Vec<(String, Vec<u8>)>, Problem> {
         self.files

@@ -17,20 +17,23 @@ use crate::outcome::GradeResult;
 use crate::outcome::{format_points, GroupStatus, Problem, TestStatus};
 use crate::ui::{cut, pad, Paint};
 
-/// Lines of a failure message shown.
-const MESSAGE_LINES: usize = 4;
+/// Lines of a failure message shown (a judge's message: what happened, the rule, expected, actual, the
+/// steps so far).
+const MESSAGE_LINES: usize = 6;
 /// Columns of a message shown again.
 const REPEAT_COLUMNS: usize = 72;
 /// Characters of one message line shown.
 const LINE_CHARS: usize = 200;
-/// How much of each failure message to show. Every failing test is always listed with its message.
+/// How much of the failing tests to show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detail {
-    /// Full (trimmed) messages in every group: the learner chose the groups (`--group`).
+    /// Every failing test with its (trimmed) message, in every group: the learner chose the groups
+    /// (`--group`) or asked for everything (`--all`).
     All,
-    /// Full messages for the first group that does not pass, the Lab to work on now, and one line per
-    /// failure elsewhere, with the next step named. A skeleton fails thirty-odd tests; one Lab at a
-    /// time is what helps.
+    /// What fits a screen: the Lab to work on now (the first required group that does not pass) with
+    /// its first failing test's message in full and one line per other failing test; one line per
+    /// other group (its verdict line); then the next step and how to see the rest. A skeleton fails
+    /// sixty-odd tests, most the same way; one Lab at a time is what helps.
     Focus,
 }
 
@@ -117,6 +120,8 @@ fn render_verdicts(result: &GradeResult, lang: Lang, style: &Style, detail: Deta
         .max()
         .unwrap_or(0);
     let mut any_failure = false;
+    // Failing tests whose message this report leaves out (Focus): the last line says how to see them.
+    let mut hidden = false;
     // The Lab to work on now: the first required group that does not pass, else the first that does not.
     let focus = crate::catalog::lab_to_work_on(
         &result.groups,
@@ -177,8 +182,12 @@ fn render_verdicts(result: &GradeResult, lang: Lang, style: &Style, detail: Deta
             .collect();
         any_failure |= !failing.is_empty();
         let in_focus = focus.as_deref() == Some(g.group.slug.as_str());
-        let brief = detail == Detail::Focus && !in_focus;
-        for t in &failing {
+        if detail == Detail::Focus && !in_focus {
+            // One line per other group: its verdict line above.
+            hidden |= !failing.is_empty();
+            continue;
+        }
+        for (i, t) in failing.iter().enumerate() {
             let mark = if t.status() == TestStatus::Timeout {
                 paint.yellow("⏱")
             } else {
@@ -188,13 +197,23 @@ fn render_verdicts(result: &GradeResult, lang: Lang, style: &Style, detail: Deta
             let Some(message) = t.message(lang) else {
                 continue;
             };
-            if brief || shown.contains(&message) {
+            if detail == Detail::Focus && i > 0 {
+                // One line per other failing test of the Lab at hand.
+                hidden = true;
+                continue;
+            }
+            if shown.contains(&message) {
                 let first = message.lines().next().unwrap_or_default();
                 let width = message_columns.unwrap_or(REPEAT_COLUMNS);
                 writeln!(out, "      {}", paint.dim(&cut(first, width))).unwrap();
                 continue;
             }
-            for line in trim_message(&message) {
+            // The whole message: `explain` by Lab for the Lab at hand's first failing test, else by name.
+            let whole = match detail {
+                Detail::Focus => format!("pi-course explain {}", g.group.lab),
+                Detail::All => format!("pi-course explain {}", t.name),
+            };
+            for line in trim_message(&message, lang, &whole) {
                 let line = match message_columns {
                     Some(width) => cut(&line, width),
                     None => line,
@@ -221,7 +240,12 @@ fn render_verdicts(result: &GradeResult, lang: Lang, style: &Style, detail: Deta
         let status = crate::ui::verdict_word(g.status(), lang);
         let line = lang.t(
             "grade-summary-optional",
-            &[("lab", &g.group.lab), ("status", &status)],
+            &[
+                ("lab", &g.group.lab),
+                ("status", &status),
+                ("points", &format_points(g.max())),
+                ("max", &format_points(result.max())),
+            ],
         );
         writeln!(out, "  {}", paint.dim(&line)).unwrap();
     }
@@ -233,6 +257,9 @@ fn render_verdicts(result: &GradeResult, lang: Lang, style: &Style, detail: Deta
             );
             writeln!(out, "  {}", paint.bold(&next)).unwrap();
         }
+    }
+    if hidden {
+        writeln!(out, "  {}", paint.dim(&lang.t("grade-see-the-rest", &[]))).unwrap();
     }
     if any_failure {
         let key = match result.track {
@@ -256,8 +283,9 @@ fn score_text(result: &GradeResult, lang: Lang) -> String {
     )
 }
 
-/// The first lines of a failure message, each cut to a readable length.
-fn trim_message(message: &str) -> Vec<String> {
+/// The first lines of a failure message, each cut to a readable length; when lines are left out, a last
+/// line says how many and which command (`whole`) shows them.
+fn trim_message(message: &str, lang: Lang, whole: &str) -> Vec<String> {
     let lines: Vec<&str> = message.trim().lines().collect();
     let mut shown: Vec<String> = lines
         .iter()
@@ -271,7 +299,10 @@ fn trim_message(message: &str) -> Vec<String> {
         })
         .collect();
     if lines.len() > MESSAGE_LINES {
-        shown.push(format!("… (+{})", lines.len() - MESSAGE_LINES));
+        shown.push(lang.t(
+            "grade-more-lines",
+            &[("n", &(lines.len() - MESSAGE_LINES)), ("command", &whole)],
+        ));
     }
     shown
 }
@@ -286,11 +317,28 @@ mod tests {
             .map(|i| format!("line {i}"))
             .collect::<Vec<_>>()
             .join("\n");
-        let t = trim_message(&msg);
+        let t = trim_message(&msg, Lang::En, "pi-course explain 7.1");
         assert_eq!(t.len(), MESSAGE_LINES + 1);
-        assert_eq!(t.last().unwrap(), &format!("… (+{})", 10 - MESSAGE_LINES));
+        assert_eq!(
+            t.last().unwrap(),
+            &format!(
+                "… ({} more lines: pi-course explain 7.1 shows them all)",
+                10 - MESSAGE_LINES
+            )
+        );
+        let zh = trim_message(&msg, Lang::Zh, "pi-course explain 7.1");
+        assert_eq!(
+            zh.last().unwrap(),
+            &format!(
+                "…（还有 {} 行：pi-course explain 7.1 显示全部）",
+                10 - MESSAGE_LINES
+            )
+        );
         let long = "x".repeat(500);
-        assert_eq!(trim_message(&long)[0].chars().count(), LINE_CHARS + 1);
+        assert_eq!(
+            trim_message(&long, Lang::En, "x")[0].chars().count(),
+            LINE_CHARS + 1
+        );
     }
 
     #[test]

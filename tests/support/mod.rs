@@ -829,3 +829,46 @@ pub fn output_and_peak_kib(mut command: std::process::Command) -> (std::process:
     };
     (output, peak)
 }
+
+/// Starts `pi-course grade ARGS` in `dir` with `TMPDIR` set to a new, empty directory; waits until a
+/// test process (`is_test`) runs and a scratch directory of a test shows in `TMPDIR` (observed, never
+/// assumed from time passing); sends `signal`; and returns the grade's output, what it left in `TMPDIR`
+/// and the test processes seen. The test processes must hang, so the signal lands while they run.
+pub fn interrupt_grade(
+    dir: &Path,
+    args: &[&str],
+    signal: i32,
+    is_test: impl Fn(&Proc) -> bool,
+) -> (Output, Vec<String>, Vec<Proc>) {
+    let tmpdir = tempfile::Builder::new()
+        .prefix("tmpdir-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let mut child = pi_course(dir)
+        .arg("grade")
+        .args(args)
+        .env("TMPDIR", tmpdir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let scratch_made = || {
+        names(tmpdir.path())
+            .iter()
+            .any(|n| n.starts_with("pi-course-test-"))
+    };
+    let seen = watch_children(&mut child, Duration::from_secs(600), |seen| {
+        seen.iter().any(&is_test) && scratch_made()
+    });
+    assert!(
+        seen.iter().any(&is_test) && scratch_made(),
+        "no test process with its scratch directory before the grade ended: {seen:#?}\n{:?}",
+        names(tmpdir.path())
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let out = child.wait_with_output().unwrap();
+    let left = names(tmpdir.path());
+    let tests = seen.into_iter().filter(|p| is_test(p)).collect();
+    (out, left, tests)
+}
