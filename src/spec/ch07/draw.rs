@@ -106,7 +106,12 @@ impl<'r> Drawing<'r> {
             "  You are {}, a careful coding agent.\n",
             self.rng.pick(&["pi", "a helper", "the agent"])
         ) + &format!("Session marker {}.\n", self.rng.token(8));
-        let history = self.count("history", s.history, 1).max(1);
+        // What a template leaves open varies too, as a correct loop handles any of it alike: a history
+        // of one to four messages, up to two more registered tools. So the structure of an instance is
+        // new in every grade, and no trace of another grade can be relabelled into this one's.
+        let history = self
+            .count("history", s.history.or(Some(Count::Between([1, 4]))), 1)
+            .max(1);
         let caller: Vec<Value> = (0..history)
             .map(|i| match (history - 1 - i) % 2 {
                 0 => wire::user(&self.sentence()),
@@ -145,7 +150,7 @@ impl<'r> Drawing<'r> {
             }
         }
 
-        let extra = self.count("tools", s.tools, 0);
+        let extra = self.count("tools", s.tools.or(Some(Count::Between([0, 2]))), 0);
         for _ in 0..extra {
             let name = self.name();
             self.registry.push(name);
@@ -264,7 +269,7 @@ impl<'r> Drawing<'r> {
         let via = t.via.as_deref().unwrap_or("executor");
         let mut content = Vec::new();
         if reply == "text" || reply == "tool_use_no_calls" || t.text {
-            content.extend(self.texts(1, 2));
+            content.extend(self.texts(1, 3));
         }
         // A model may stream an empty text block beside its calls; it is part of the message too.
         if t.text && n > 0 {
@@ -487,10 +492,29 @@ impl<'r> Drawing<'r> {
         let mut events = vec![json!({ "type": "start", "partial": partial(&[]) })];
         for (i, block) in blocks.iter().enumerate() {
             let so_far = &blocks[..=i];
-            events.push(match block["type"].as_str() {
-                Some("toolCall") => json!({ "type": "tool_call", "call": block, "partial": partial(so_far) }),
-                _ => json!({ "type": "text_delta", "delta": block["text"], "partial": partial(so_far) }),
-            });
+            if block["type"] == "toolCall" {
+                events.push(
+                    json!({ "type": "tool_call", "call": block, "partial": partial(so_far) }),
+                );
+                continue;
+            }
+            // A text streams in one to three deltas, cut between characters, each partial holding the
+            // text so far: how a provider cuts its stream is nothing a loop may depend on.
+            let text = block["text"].as_str().unwrap_or_default();
+            let chars: Vec<char> = text.chars().collect();
+            let pieces = self.rng.between(1, 3).min(chars.len().max(1) as u64) as usize;
+            let mut cuts: Vec<usize> = (1..pieces).map(|k| k * chars.len() / pieces).collect();
+            cuts.push(chars.len());
+            let mut start = 0;
+            for end in cuts {
+                let delta: String = chars[start..end].iter().collect();
+                let mut content = blocks[..i].to_vec();
+                content.push(wire::text(&chars[..end].iter().collect::<String>()));
+                events.push(
+                    json!({ "type": "text_delta", "delta": delta, "partial": partial(&content) }),
+                );
+                start = end;
+            }
         }
         if partial_differs {
             let draft = format!("draft {}", self.rng.token(5));

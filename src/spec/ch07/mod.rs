@@ -28,7 +28,11 @@ pub fn cases(seed: u64) -> Vec<Case> {
         .map(|s| {
             let mut rng = root.fork(&s.name);
             let mut rows = cover::rows(&cover::dimensions(&s));
+            // At least one instance drawn freely, and three instances in all.
             rows.push(cover::Row::new());
+            while rows.len() < 3 {
+                rows.push(cover::Row::new());
+            }
             rng.shuffle(&mut rows);
             let mut decks = draw::Decks::default();
             let instances: Vec<Value> = rows
@@ -142,6 +146,65 @@ mod tests {
             assert_eq!(x.expected, y.expected, "{}", x.name);
             assert_ne!(x.instance, z.instance, "{}", x.name);
         }
+    }
+
+    /// Every string of `value`, in a fixed order (objects by key).
+    fn strings(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+            Value::Object(o) => o.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+
+    fn relabel(value: &Value, map: &std::collections::HashMap<String, String>) -> Value {
+        match value {
+            Value::String(s) => Value::String(map.get(s).cloned().unwrap_or_else(|| s.clone())),
+            Value::Array(a) => Value::Array(a.iter().map(|v| relabel(v, map)).collect()),
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, v)| (k.clone(), relabel(v, map)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// The forger a red team built: it takes the practice directory's fixed instances and their
+    /// expected traces, and puts this grade's ids, names and texts in place of the fixed ones, string
+    /// by string in the order they appear. It must pass no test of any grade: a grade's instances differ
+    /// from the fixed ones in structure, not only in labels.
+    #[test]
+    fn a_fixed_trace_relabelled_with_fresh_ids_names_and_texts_passes_no_test() {
+        let hand = cases(crate::spec::HAND_SEED);
+        let fresh_base = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(11, |d| d.as_nanos() as u64);
+        let mut passed = Vec::new();
+        for k in 0..20u64 {
+            let seed = fresh_base.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            for (fixed, fresh) in hand.iter().zip(cases(seed)) {
+                let (mut old, mut new) = (Vec::new(), Vec::new());
+                strings(&fixed.instance, &mut old);
+                strings(&fresh.instance, &mut new);
+                let mut map = std::collections::HashMap::new();
+                for (o, n) in old.into_iter().zip(new) {
+                    map.entry(o).or_insert(n);
+                }
+                let forged: Vec<Value> = sample(&fixed.expected)
+                    .iter()
+                    .map(|step| relabel(step, &map))
+                    .collect();
+                if compare(&fresh.expected, &forged).is_ok() {
+                    passed.push(format!("{} (seed {seed})", fresh.name));
+                }
+            }
+        }
+        assert!(
+            passed.is_empty(),
+            "relabelled fixed traces passed: {passed:?}"
+        );
     }
 
     #[test]
