@@ -564,7 +564,15 @@ async fn grade_all(
             if !live {
                 eprintln!("{}", class.lang.t("class-warming", &[]));
             }
-            let (result, learner_lang) = grade_one(&class, i, &name, source).await;
+            // A task of its own, as every other grade: whatever happens in it is this learner's row.
+            let task = tokio::task::spawn_local({
+                let (class, name) = (class.clone(), name.clone());
+                async move { grade_one(&class, i, &name, source).await }
+            });
+            let (result, learner_lang) = match task.await {
+                Ok(graded) => graded,
+                Err(e) => (crashed(&class, &e.to_string()), class.lang),
+            };
             finish(&class, &state, &name, &sha, result, learner_lang);
             let _ = cache::ensure_built(&class.opts.cache, &key, class.opts.slots);
         }
@@ -696,8 +704,17 @@ async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> (
     }
 }
 
+/// A learner's row and files, rendered, before any is written.
+struct Rendered {
+    row: Row,
+    json: String,
+    junit: String,
+    page: std::result::Result<String, String>,
+}
+
 /// Writes a learner's reports and page, then the summaries with their row. Synchronous: nothing else runs
-/// on this thread meanwhile, the interrupt handler included.
+/// on this thread meanwhile, the interrupt handler included. A rendering that panics (a bug) is caught
+/// here: the learner's row then says so, and the class goes on.
 fn finish(
     class: &Class,
     state: &Rc<RefCell<Progress>>,
@@ -707,26 +724,79 @@ fn finish(
     learner_lang: Lang,
 ) {
     let lang = class.lang;
-    let row = summary::row(name, &result, sha256, lang);
+    let render = |result: &GradeResult| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            render_learner(class, name, sha256, result, learner_lang)
+        }))
+    };
+    let rendered = match render(&result) {
+        Ok(rendered) => rendered,
+        Err(panic) => {
+            let error = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            let crashed = crashed(class, &error);
+            match render(&crashed) {
+                Ok(rendered) => rendered,
+                Err(_) => return,
+            }
+        }
+    };
+    let Rendered {
+        row,
+        json,
+        junit,
+        page,
+    } = rendered;
     let mut state = state.borrow_mut();
     // The learner's own files (report, JUnit, page) in the learner's language; the row and the
     // summaries in the instructor's.
-    let json = report::json::render(&result, learner_lang);
     write_result(
         &class.out,
         &row.report,
         json.as_bytes(),
         &mut state.unwritten,
     );
-    let junit = report::junit::render(&result, learner_lang);
     write_result(
         &class.out,
         &row.junit,
         junit.as_bytes(),
         &mut state.unwritten,
     );
+    match page {
+        Ok(page) => write_result(&class.out, &row.page, page.as_bytes(), &mut state.unwritten),
+        Err(e) => state.unwritten.push((row.page.clone(), e)),
+    }
+    let line = lang.t(
+        "class-progress-line",
+        &[
+            ("name", &name),
+            ("status", &row.verdict_text(lang)),
+            ("score", &format_points(row.total)),
+            ("max", &format_points(row.max)),
+        ],
+    );
+    let passed = row.status == "pass";
+    state.rows.insert(name.to_string(), row);
+    save_summary(&class.out, &mut state);
+    state.bar.finished(passed, &line);
+}
+
+/// Renders a learner's row (in the instructor's language) and files (in the learner's).
+fn render_learner(
+    class: &Class,
+    name: &str,
+    sha256: &str,
+    result: &GradeResult,
+    learner_lang: Lang,
+) -> Rendered {
+    let row = summary::row(name, result, sha256, class.lang);
+    let json = report::json::render(result, learner_lang);
+    let junit = report::junit::render(result, learner_lang);
     // Each failing test's expected and actual timelines, as `pi-course explain` shows them.
-    let timelines: BTreeMap<String, String> = crate::grade::last::traces_of(&result, learner_lang)
+    let timelines: BTreeMap<String, String> = crate::grade::last::traces_of(result, learner_lang)
         .tests
         .iter()
         .map(|t| {
@@ -747,23 +817,12 @@ fn finish(
                 &class.chapter.id,
             )
         });
-    match page {
-        Ok(page) => write_result(&class.out, &row.page, page.as_bytes(), &mut state.unwritten),
-        Err(e) => state.unwritten.push((row.page.clone(), e)),
+    Rendered {
+        row,
+        json,
+        junit,
+        page,
     }
-    let line = lang.t(
-        "class-progress-line",
-        &[
-            ("name", &name),
-            ("status", &row.verdict_text(lang)),
-            ("score", &format_points(row.total)),
-            ("max", &format_points(row.max)),
-        ],
-    );
-    let passed = row.status == "pass";
-    state.rows.insert(name.to_string(), row);
-    save_summary(&class.out, &mut state);
-    state.bar.finished(passed, &line);
 }
 
 fn write_result(out: &Path, rel: &str, bytes: &[u8], unwritten: &mut Vec<(String, String)>) {
