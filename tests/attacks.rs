@@ -2171,3 +2171,158 @@ pub const NOTES: &str = r#"naked_asm!("ret") #[used] extern crate alloc; extern 
     let (code, report) = grade_json(&dir, &[]);
     assert_eq!(code, 0, "{report}");
 }
+
+/// [`BEFORE_MAIN`] spelled past a check that compares spellings: the naked attribute is a macro's
+/// fragment inside `cfg_attr`, and the assembly macro is a raw identifier.
+#[cfg(target_arch = "x86_64")]
+const SPELLED_BEFORE_MAIN: &str = r#"
+/// Runs before `main`: `unsafe(naked)` comes in as the macro's tokens.
+macro_rules! before_main {
+    ($($attribute:tt)*) => {
+        #[cfg_attr(all(), $($attribute)*)]
+        pub extern "C" fn before_main() {
+            std::arch::r#naked_asm!(
+                ".pushsection .init_array,\"aw\"",
+                ".balign 8",
+                ".quad {f}",
+                ".popsection",
+                "lea rsi, [rip + 2f]",
+                "mov edi, 1",
+                "mov edx, 13",
+                "mov eax, 1",
+                "syscall",
+                "ret",
+                "2:",
+                ".ascii \"NAKED-RAN-42\\n\"",
+                f = sym before_main,
+            )
+        }
+    };
+}
+before_main!(unsafe(naked));
+"#;
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_raw_assembly_macro_and_a_macro_filled_cfg_attr_run_before_main_and_are_refused() {
+    let (_tmp, dir) = practice();
+    let code = solution_starting_with("std::hint::black_box(before_main as extern \"C\" fn());")
+        + SPELLED_BEFORE_MAIN;
+    write_loop(&dir, &code);
+    // Built as a learner would build it, the spelled attack runs before the tests' `main`.
+    let exe = plain_cargo_build(&dir);
+    let out = std::process::Command::new(&exe)
+        .arg("--list")
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).starts_with("NAKED-RAN-42\n"),
+        "the spelled naked function did not run before main\n{}",
+        describe(&out)
+    );
+
+    // The grader refuses both spellings, each at its line, before building anything.
+    let line_of = |needle: &str| code.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let (attribute, assembly) = (line_of("#[cfg_attr(all(), $("), line_of("r#naked_asm!("));
+    let (code, report) = grade_json(&dir, &["--lang", "en"]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["status"], "error", "{report}");
+    let message = report["message"].as_str().unwrap();
+    assert!(!message.contains("NAKED-RAN"), "{message}");
+    for (construct, line) in [("`#[$...]`", attribute), ("`naked_asm!`", assembly)] {
+        let refusal = format!("{construct} is not allowed in the practice crate");
+        let at = message
+            .find(&refusal)
+            .unwrap_or_else(|| panic!("{construct} is refused: {message}"));
+        assert!(
+            message[at..].contains(&format!("src/agent_loop.rs:{line}:")),
+            "{construct} is refused at line {line}: {message}"
+        );
+    }
+    for group in report["groups"].as_array().unwrap() {
+        assert_eq!(group["status"], "error", "{group}");
+        assert!(group["tests"].as_array().unwrap().is_empty(), "{group}");
+    }
+}
+
+/// The reference loop with a function of `depth` nested parentheses after it, and that function's line.
+/// 5,000 deep is 10 KB more, and overflowed the grader's stack in the parse of its refusal check (rustc's
+/// own parser overflows on it too, in a process of its own).
+fn nested(depth: usize) -> (String, usize) {
+    let code = format!(
+        "{}\n/// Nested deep.\n#[allow(unused_parens)]\npub fn deep() -> i32 {{\n    {}1{}\n}}\n",
+        solution(),
+        "(".repeat(depth),
+        ")".repeat(depth)
+    );
+    let line = code.lines().position(|l| l.contains("((((")).unwrap() + 1;
+    (code, line)
+}
+
+fn nested_five_thousand_deep() -> (String, usize) {
+    nested(5000)
+}
+
+#[test]
+fn a_file_nested_five_thousand_deep_is_bad_input_and_the_grader_lives() {
+    let (_tmp, dir) = practice();
+    // Nested 100 deep, the loop is read, built and graded as any other: the depth reaches the parse.
+    write_loop(&dir, &nested(100).0);
+    let (code, report) = grade_json(&dir, &["--group", "7.1"]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["status"], "pass", "{report:#}");
+
+    let (code, line) = nested_five_thousand_deep();
+    write_loop(&dir, &code);
+
+    // A grade says so at once, naming the line: bad input (exit 2), never a crash of the grader.
+    for (lang, words) in [("en", "nests 257 deep here"), ("zh", "嵌套了 257 层")] {
+        let out = grade(&dir, &["--lang", lang]);
+        assert_eq!(out.status.code(), Some(2), "{lang}\n{}", describe(&out));
+        let err = stderr(&out);
+        assert!(err.contains(words) && err.contains("256"), "{lang}: {err}");
+        assert!(
+            err.contains(&format!("src/agent_loop.rs:{line}:")),
+            "{lang}: the message names line {line}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_file_nested_five_thousand_deep_is_one_row_of_a_class_that_completes() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let subs = tmp.path().join("subs");
+    fs::create_dir_all(&subs).unwrap();
+    let (deep, line) = nested_five_thousand_deep();
+    fs::write(subs.join("ann.rs"), solution()).unwrap();
+    fs::write(subs.join("bob.rs"), solution_starting_with("let _ = 1;")).unwrap();
+    fs::write(subs.join("deb.rs"), &deep).unwrap();
+    let results = tmp.path().join("results");
+    let out = grade_class(
+        tmp.path(),
+        &subs,
+        &results,
+        &["--jobs", "2", "--format", "json", "--lang", "en"],
+    );
+    // Graded to the end: some learner could not be graded (1), not a crash.
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let summary = class_summary(&results);
+    assert_eq!(
+        summary["learners"].as_array().unwrap().len(),
+        3,
+        "{summary:#}"
+    );
+    for name in ["ann", "bob"] {
+        assert_eq!(learner_row(&summary, name)["status"], "pass", "{summary:#}");
+    }
+    let row = learner_row(&summary, "deb");
+    assert_ne!(row["status"], "pass", "{row:#}");
+    assert_eq!(row["total"], 0.0, "{row:#}");
+    let message = row["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("deb.rs:{line}:")) && message.contains("nests 257 deep"),
+        "{message}"
+    );
+    let csv = fs::read_to_string(results.join("summary.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+}
