@@ -2326,3 +2326,166 @@ fn a_file_nested_five_thousand_deep_is_one_row_of_a_class_that_completes() {
     let csv = fs::read_to_string(results.join("summary.csv")).unwrap();
     assert_eq!(csv.lines().count(), 4, "{csv}");
 }
+
+/// The seed a learner `name` would have been graded with in a class of seed `class_seed` before a
+/// learner's seed depended on their submission: the first 8 bytes of sha256(`<class_seed>:<name>`).
+fn seed_by_name_only(class_seed: u64, name: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{class_seed}:{name}").as_bytes());
+    u64::from_be_bytes(digest[..8].try_into().unwrap())
+}
+
+/// The seed a class of seed `class_seed` grades learner `name`'s submission of sha256 `sha256` with.
+fn seed_of_submission(class_seed: u64, name: &str, sha256: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{class_seed}:{name}:{sha256}").as_bytes());
+    u64::from_be_bytes(digest[..8].try_into().unwrap())
+}
+
+/// Grades the class in `subs` into `results` with `--seed class_seed`; returns the exit code, `name`'s
+/// row and their JSON report.
+fn class_of(subs: &Path, results: &Path, class_seed: u64, name: &str) -> (i32, Value, Value) {
+    let seed = class_seed.to_string();
+    let args = ["--seed", seed.as_str(), "--jobs", "1", "--format", "json"];
+    let out = grade_class(subs.parent().unwrap(), subs, results, &args);
+    let code = out.status.code().expect("exited");
+    let row = learner_row(&class_summary(results), name).clone();
+    let text = fs::read_to_string(results.join(row["report"].as_str().unwrap())).unwrap();
+    (code, row, serde_json::from_str(&text).unwrap())
+}
+
+/// Harvests with `pi-course grade --seed SEED` on the untouched skeleton in `dir`: the expected traces of
+/// that seed's instances, as the soundness-hole forgery that writes them back, and their prompts.
+fn harvest(dir: &Path, seed: u64) -> Option<(String, std::collections::BTreeMap<String, String>)> {
+    write_loop(dir, &skeleton());
+    let (_, report) = grade_json(dir, &["--seed", &seed.to_string()]);
+    if !sandboxed(&report) {
+        return None;
+    }
+    let last = last_traces(dir);
+    assert_eq!(last["seed"], seed);
+    assert_eq!(
+        last["tests"].as_array().unwrap().len(),
+        report_tests(&report).len()
+    );
+    Some((
+        soundness_hole_forger(&answer_lines(&last, ALL)),
+        prompts_of(&last),
+    ))
+}
+
+/// Replays, with `pi-course grade --seed SEED`, the class grade of the forgery in `dir` that named SEED:
+/// the forged answers were judged (the traces open with the harvested prompts), and earned nothing.
+fn assert_forgery_judged_and_failed(
+    dir: &Path,
+    seed: u64,
+    prompts: &std::collections::BTreeMap<String, String>,
+) {
+    let (code, replay) = grade_json(dir, &["--seed", &seed.to_string()]);
+    assert_ran(&replay);
+    assert_eq!(code, 1, "{replay:#}");
+    assert_nothing_passed(&replay);
+    assert!(
+        traces_opening_with(dir, prompts) > 0,
+        "the forged answers were judged: {replay:#}"
+    );
+}
+
+#[test]
+fn a_known_class_seed_harvested_by_name_earns_nothing_in_the_class() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = practice_at(tmp.path(), "harvest");
+    // The class seed leaked (the recipes used to print one). Mallory computes the seed her name gave and
+    // harvests that seed's expected traces on the untouched skeleton.
+    let class_seed = 20260901;
+    let by_name = seed_by_name_only(class_seed, "mallory");
+    let Some((forgery, prompts)) = harvest(&dir, by_name) else {
+        return;
+    };
+    // On the harvested seed, the forgery passes: the answers are right for those instances.
+    write_loop(&dir, &forgery);
+    let (_, replayed) = grade_json(&dir, &["--seed", &by_name.to_string()]);
+    eprintln!(
+        "the harvest on its own seed: {} of {} pass",
+        passed(&replayed),
+        report_tests(&replayed).len()
+    );
+    assert!(passed(&replayed) > 0, "{replayed:#}");
+
+    // In the class, her seed follows from her submission too: it earns nothing.
+    let subs = tmp.path().join("subs");
+    fs::create_dir_all(&subs).unwrap();
+    fs::write(subs.join("mallory.rs"), &forgery).unwrap();
+    let (code, row, report) = class_of(&subs, &tmp.path().join("results"), class_seed, "mallory");
+    assert_eq!(code, 0, "{row:#}");
+    assert_ran(&report);
+    assert_nothing_passed(&report);
+    assert_eq!(row["total"], 0.0, "{row:#}");
+    let seed = report["instances"]["seed"].as_u64().unwrap();
+    assert_ne!(seed, by_name);
+    assert_eq!(
+        seed,
+        seed_of_submission(class_seed, "mallory", row["sha256"].as_str().unwrap())
+    );
+    // Replayed by hand with the seed the report names, the class's grade is the same: the forgery ran
+    // and its answers were judged against instances it had never seen.
+    assert_forgery_judged_and_failed(&dir, seed, &prompts);
+}
+
+#[test]
+fn a_seed_from_an_earlier_report_replayed_in_a_resumed_class_earns_nothing() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let subs = tmp.path().join("subs");
+    fs::create_dir_all(&subs).unwrap();
+    let results = tmp.path().join("results");
+    let class_seed = u64::from(std::process::id()) << 20 | 0x5eed;
+    // Mallory hands in the skeleton; her report names the seed of its grade.
+    fs::write(subs.join("mallory.rs"), skeleton()).unwrap();
+    let (_, first_row, first) = class_of(&subs, &results, class_seed, "mallory");
+    if first["sandbox"]["active"] != true {
+        assert!(sandboxed(&first));
+        return;
+    }
+    let named = first["instances"]["seed"]
+        .as_u64()
+        .expect("the report names its seed");
+    // With it she harvests that grade's expected traces, and hands in the forgery that writes them.
+    let dir = practice_at(tmp.path(), "harvest");
+    let (forgery, prompts) = harvest(&dir, named).unwrap();
+    write_loop(&dir, &forgery);
+    let (_, replayed) = grade_json(&dir, &["--seed", &named.to_string()]);
+    assert!(
+        passed(&replayed) > 0,
+        "on the named seed it passes: {replayed:#}"
+    );
+    fs::write(subs.join("mallory.rs"), &forgery).unwrap();
+
+    // Again, later: the class resumes, regrades her changed file with a seed no report has named, and
+    // the replay earns nothing.
+    let (code, row, report) = class_of(&subs, &results, class_seed, "mallory");
+    assert_eq!(code, 0, "{row:#}");
+    assert_ne!(row["sha256"], first_row["sha256"]);
+    assert_ran(&report);
+    assert_nothing_passed(&report);
+    let seed = report["instances"]["seed"].as_u64().unwrap();
+    assert_ne!(seed, named, "a regrade reused a seed a report named");
+    assert_forgery_judged_and_failed(&dir, seed, &prompts);
+
+    // Without --seed, each run draws a class seed of its own: the same file draws other instances.
+    let fresh = |out: &str| {
+        let results = tmp.path().join(out);
+        let out = grade_class(
+            tmp.path(),
+            &subs,
+            &results,
+            &["--jobs", "1", "--format", "json"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        let row = learner_row(&class_summary(&results), "mallory").clone();
+        let text = fs::read_to_string(results.join(row["report"].as_str().unwrap())).unwrap();
+        let report: Value = serde_json::from_str(&text).unwrap();
+        assert_nothing_passed(&report);
+        report["instances"]["seed"].as_u64().unwrap()
+    };
+    assert_ne!(fresh("fresh-1"), fresh("fresh-2"));
+}

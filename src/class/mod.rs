@@ -24,8 +24,9 @@
 //!
 //! **Parts** (see [`shard`], [`merge`]): `--shard K/N` grades only part K of the class, dealt by expected
 //! cost the same way on every machine, and records the whole class in `part.json`; `merge-class` joins
-//! the parts. `--seed N` is the class's seed: each learner's instances are drawn from it and their name,
-//! so whole and sharded runs agree.
+//! the parts. `--seed N` is the class's secret seed (without it, one is drawn for the run): each
+//! learner's instances are drawn from it, their name and their submission's sha256, so whole and sharded
+//! runs agree on the same files and a changed file draws new instances (see [`shard`]).
 //!
 //! **Exit status**: 0 when every learner got a verdict (pass or fail, a compile error included); 1 when
 //! some could not be graded (an entry that is not a submission, an unreadable file, the build cache or
@@ -58,7 +59,7 @@ use crate::report::Format;
 use crate::{atomic_file, cache, practice, regular_file};
 
 use entries::{Entry, Shape};
-use shard::{ClassEntry, PartFile, Seeds, Shard};
+use shard::{ClassEntry, ClassSeed, PartFile, Seeds, Shard};
 use summary::{LearnerFiles, Row, Summary};
 
 /// What to do for one learner.
@@ -99,7 +100,7 @@ struct Class {
     /// Practice directories made for submitted files live here while graded.
     scratch: PathBuf,
     /// How each learner's instances are drawn.
-    seeds: Seeds,
+    seed: ClassSeed,
 }
 
 /// What the grades report back as they finish.
@@ -182,7 +183,13 @@ pub fn grade_class(
     opts.jobs = cores;
 
     let fresh = Summary::new(&chapter, lang);
-    let seeds = Seeds::of(args.limits.seed);
+    let seed = ClassSeed::of(args.limits.seed).map_err(|e| {
+        UserError::new(lang.t(
+            "grade-io-failed",
+            &[("what", &"/dev/urandom"), ("error", &e)],
+        ))
+    })?;
+    let seeds = seed.policy.clone();
     // An earlier part's rows are kept only if it drew its instances the same way. (A whole class's
     // results record no policy: they are kept as before.)
     let earlier_part = PartFile::load(&args.out);
@@ -263,7 +270,7 @@ pub fn grade_class(
         chosen_lang,
         out: args.out.clone(),
         scratch: scratch.path().to_path_buf(),
-        seeds,
+        seed,
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -566,8 +573,8 @@ async fn grade_all(
             }
             // A task of its own, as every other grade: whatever happens in it is this learner's row.
             let task = tokio::task::spawn_local({
-                let (class, name) = (class.clone(), name.clone());
-                async move { grade_one(&class, i, &name, source).await }
+                let (class, name, sha) = (class.clone(), name.clone(), sha.clone());
+                async move { grade_one(&class, i, &name, &sha, source).await }
             });
             let (result, learner_lang) = match task.await {
                 Ok(graded) => graded,
@@ -583,10 +590,10 @@ async fn grade_all(
         let (class, state, permits) = (class.clone(), state.clone(), permits.clone());
         let task = tokio::task::spawn_local({
             let class = class.clone();
-            let name = name.clone();
+            let (name, sha) = (name.clone(), sha.clone());
             async move {
                 let _permit = permits.acquire().await.expect("never closed");
-                grade_one(&class, i, &name, source).await
+                grade_one(&class, i, &name, &sha, source).await
             }
         });
         tasks.push(async move {
@@ -625,12 +632,19 @@ fn crashed(class: &Class, error: &str) -> GradeResult {
 
 /// Grades one learner, in the language of their page (see [`Class::chosen_lang`]). Never fails: whatever
 /// goes wrong is in the result.
-async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> (GradeResult, Lang) {
+async fn grade_one(
+    class: &Class,
+    index: usize,
+    name: &str,
+    sha256: &str,
+    source: Source,
+) -> (GradeResult, Lang) {
     let lang = class.lang;
     let chapter = &class.chapter;
-    // The learner's own seed (see [`shard::Seeds`]): the same whichever part or run grades them.
+    // The seed of this learner's submission (see [`shard::learner_seed`]): the same whichever part grades
+    // it, another for any other file.
     let opts = &GradeOptions {
-        seed: class.seeds.for_learner(name),
+        seed: Some(class.seed.for_learner(name, sha256)),
         ..class.opts.clone()
     };
     let not = |reason: String| {
