@@ -2489,3 +2489,51 @@ fn a_seed_from_an_earlier_report_replayed_in_a_resumed_class_earns_nothing() {
     };
     assert_ne!(fresh("fresh-1"), fresh("fresh-2"));
 }
+
+#[test]
+fn a_classmate_spinning_48_threads_in_every_test_costs_correct_loops_nothing() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let subs = tmp.path().join("subs");
+    fs::create_dir_all(&subs).unwrap();
+    // Every test of the hog's spins 48 threads on every core and never ends.
+    let hog = skeleton_starting_with(
+        "for _ in 0..48 { std::thread::spawn(|| loop { std::hint::spin_loop() }); } std::future::pending::<()>().await;",
+    );
+    fs::write(subs.join("hog.rs"), hog).unwrap();
+    let copies = ["ann", "bob", "cat", "dan", "eve"];
+    for name in copies {
+        fs::write(subs.join(format!("{name}.rs")), solution()).unwrap();
+    }
+    let results = tmp.path().join("results");
+    let out = grade_class(
+        tmp.path(),
+        &subs,
+        &results,
+        &["--jobs", "2", "--format", "json", "--lang", "en"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let summary = class_summary(&results);
+    let report = |name: &str| -> Value {
+        let row = learner_row(&summary, name);
+        let text = fs::read_to_string(results.join(row["report"].as_str().unwrap())).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    // The hog ran: its tests were stopped, not refused or unbuilt.
+    let hogged = report("hog");
+    if !sandboxed(&hogged) {
+        return;
+    }
+    assert_ran(&hogged);
+    assert_nothing_passed(&hogged);
+    let stopped = report_tests(&hogged)
+        .iter()
+        .filter(|(_, t)| t["status"] == "timeout")
+        .count();
+    assert!(stopped > 0, "{hogged:#}");
+    // Every correct loop beside it gets every point.
+    for name in copies {
+        let row = learner_row(&summary, name);
+        assert_eq!(row["status"], "pass", "{name}: {:#}", report(name));
+        assert_eq!(row["total"], 100.0, "{name}: {row:#}");
+    }
+}
