@@ -260,7 +260,9 @@ pub struct LimitArgs {
     #[arg(long, value_enum, default_value_t = SandboxMode::Auto)]
     pub sandbox: SandboxMode,
     /// Draw the tests' instances from this seed, to replay a grade exactly (every report names the seed
-    /// it used; by default each grade draws fresh ones)
+    /// it used; by default each grade draws fresh ones). For grade-class, the class's secret seed: each
+    /// learner's is derived from it, their name and their file; anyone who knows a seed can compute its
+    /// expected traces, so never grade with one learners could know
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
 }

@@ -2171,3 +2171,369 @@ pub const NOTES: &str = r#"naked_asm!("ret") #[used] extern crate alloc; extern 
     let (code, report) = grade_json(&dir, &[]);
     assert_eq!(code, 0, "{report}");
 }
+
+/// [`BEFORE_MAIN`] spelled past a check that compares spellings: the naked attribute is a macro's
+/// fragment inside `cfg_attr`, and the assembly macro is a raw identifier.
+#[cfg(target_arch = "x86_64")]
+const SPELLED_BEFORE_MAIN: &str = r#"
+/// Runs before `main`: `unsafe(naked)` comes in as the macro's tokens.
+macro_rules! before_main {
+    ($($attribute:tt)*) => {
+        #[cfg_attr(all(), $($attribute)*)]
+        pub extern "C" fn before_main() {
+            std::arch::r#naked_asm!(
+                ".pushsection .init_array,\"aw\"",
+                ".balign 8",
+                ".quad {f}",
+                ".popsection",
+                "lea rsi, [rip + 2f]",
+                "mov edi, 1",
+                "mov edx, 13",
+                "mov eax, 1",
+                "syscall",
+                "ret",
+                "2:",
+                ".ascii \"NAKED-RAN-42\\n\"",
+                f = sym before_main,
+            )
+        }
+    };
+}
+before_main!(unsafe(naked));
+"#;
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_raw_assembly_macro_and_a_macro_filled_cfg_attr_run_before_main_and_are_refused() {
+    let (_tmp, dir) = practice();
+    let code = solution_starting_with("std::hint::black_box(before_main as extern \"C\" fn());")
+        + SPELLED_BEFORE_MAIN;
+    write_loop(&dir, &code);
+    // Built as a learner would build it, the spelled attack runs before the tests' `main`.
+    let exe = plain_cargo_build(&dir);
+    let out = std::process::Command::new(&exe)
+        .arg("--list")
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).starts_with("NAKED-RAN-42\n"),
+        "the spelled naked function did not run before main\n{}",
+        describe(&out)
+    );
+
+    // The grader refuses both spellings, each at its line, before building anything.
+    let line_of = |needle: &str| code.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let (attribute, assembly) = (line_of("#[cfg_attr(all(), $("), line_of("r#naked_asm!("));
+    let (code, report) = grade_json(&dir, &["--lang", "en"]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["status"], "error", "{report}");
+    let message = report["message"].as_str().unwrap();
+    assert!(!message.contains("NAKED-RAN"), "{message}");
+    for (construct, line) in [("`#[$...]`", attribute), ("`naked_asm!`", assembly)] {
+        let refusal = format!("{construct} is not allowed in the practice crate");
+        let at = message
+            .find(&refusal)
+            .unwrap_or_else(|| panic!("{construct} is refused: {message}"));
+        assert!(
+            message[at..].contains(&format!("src/agent_loop.rs:{line}:")),
+            "{construct} is refused at line {line}: {message}"
+        );
+    }
+    for group in report["groups"].as_array().unwrap() {
+        assert_eq!(group["status"], "error", "{group}");
+        assert!(group["tests"].as_array().unwrap().is_empty(), "{group}");
+    }
+}
+
+/// The reference loop with a function of `depth` nested parentheses after it, and that function's line.
+/// 5,000 deep is 10 KB more, and overflowed the grader's stack in the parse of its refusal check (rustc's
+/// own parser overflows on it too, in a process of its own).
+fn nested(depth: usize) -> (String, usize) {
+    let code = format!(
+        "{}\n/// Nested deep.\n#[allow(unused_parens)]\npub fn deep() -> i32 {{\n    {}1{}\n}}\n",
+        solution(),
+        "(".repeat(depth),
+        ")".repeat(depth)
+    );
+    let line = code.lines().position(|l| l.contains("((((")).unwrap() + 1;
+    (code, line)
+}
+
+fn nested_five_thousand_deep() -> (String, usize) {
+    nested(5000)
+}
+
+#[test]
+fn a_file_nested_five_thousand_deep_is_bad_input_and_the_grader_lives() {
+    let (_tmp, dir) = practice();
+    // Nested 100 deep, the loop is read, built and graded as any other: the depth reaches the parse.
+    write_loop(&dir, &nested(100).0);
+    let (code, report) = grade_json(&dir, &["--group", "7.1"]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["status"], "pass", "{report:#}");
+
+    let (code, line) = nested_five_thousand_deep();
+    write_loop(&dir, &code);
+
+    // A grade says so at once, naming the line: bad input (exit 2), never a crash of the grader.
+    for (lang, words) in [("en", "nests 257 deep here"), ("zh", "嵌套了 257 层")] {
+        let out = grade(&dir, &["--lang", lang]);
+        assert_eq!(out.status.code(), Some(2), "{lang}\n{}", describe(&out));
+        let err = stderr(&out);
+        assert!(err.contains(words) && err.contains("256"), "{lang}: {err}");
+        assert!(
+            err.contains(&format!("src/agent_loop.rs:{line}:")),
+            "{lang}: the message names line {line}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_file_nested_five_thousand_deep_is_one_row_of_a_class_that_completes() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let subs = tmp.path().join("subs");
+    fs::create_dir_all(&subs).unwrap();
+    let (deep, line) = nested_five_thousand_deep();
+    fs::write(subs.join("ann.rs"), solution()).unwrap();
+    fs::write(subs.join("bob.rs"), solution_starting_with("let _ = 1;")).unwrap();
+    fs::write(subs.join("deb.rs"), &deep).unwrap();
+    let results = tmp.path().join("results");
+    let out = grade_class(
+        tmp.path(),
+        &subs,
+        &results,
+        &["--jobs", "2", "--format", "json", "--lang", "en"],
+    );
+    // Graded to the end: some learner could not be graded (1), not a crash.
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let summary = class_summary(&results);
+    assert_eq!(
+        summary["learners"].as_array().unwrap().len(),
+        3,
+        "{summary:#}"
+    );
+    for name in ["ann", "bob"] {
+        assert_eq!(learner_row(&summary, name)["status"], "pass", "{summary:#}");
+    }
+    let row = learner_row(&summary, "deb");
+    assert_ne!(row["status"], "pass", "{row:#}");
+    assert_eq!(row["total"], 0.0, "{row:#}");
+    let message = row["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("deb.rs:{line}:")) && message.contains("nests 257 deep"),
+        "{message}"
+    );
+    let csv = fs::read_to_string(results.join("summary.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+}
+
+/// The seed a learner `name` would have been graded with in a class of seed `class_seed` before a
+/// learner's seed depended on their submission: the first 8 bytes of sha256(`<class_seed>:<name>`).
+fn seed_by_name_only(class_seed: u64, name: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{class_seed}:{name}").as_bytes());
+    u64::from_be_bytes(digest[..8].try_into().unwrap())
+}
+
+/// The seed a class of seed `class_seed` grades learner `name`'s submission of sha256 `sha256` with.
+fn seed_of_submission(class_seed: u64, name: &str, sha256: &str) -> u64 {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{class_seed}:{name}:{sha256}").as_bytes());
+    u64::from_be_bytes(digest[..8].try_into().unwrap())
+}
+
+/// Grades the class in `subs` into `results` with `--seed class_seed`; returns the exit code, `name`'s
+/// row and their JSON report.
+fn class_of(subs: &Path, results: &Path, class_seed: u64, name: &str) -> (i32, Value, Value) {
+    let seed = class_seed.to_string();
+    let args = ["--seed", seed.as_str(), "--jobs", "1", "--format", "json"];
+    let out = grade_class(subs.parent().unwrap(), subs, results, &args);
+    let code = out.status.code().expect("exited");
+    let row = learner_row(&class_summary(results), name).clone();
+    let text = fs::read_to_string(results.join(row["report"].as_str().unwrap())).unwrap();
+    (code, row, serde_json::from_str(&text).unwrap())
+}
+
+/// Harvests with `pi-course grade --seed SEED` on the untouched skeleton in `dir`: the expected traces of
+/// that seed's instances, as the soundness-hole forgery that writes them back, and their prompts.
+fn harvest(dir: &Path, seed: u64) -> Option<(String, std::collections::BTreeMap<String, String>)> {
+    write_loop(dir, &skeleton());
+    let (_, report) = grade_json(dir, &["--seed", &seed.to_string()]);
+    if !sandboxed(&report) {
+        return None;
+    }
+    let last = last_traces(dir);
+    assert_eq!(last["seed"], seed);
+    assert_eq!(
+        last["tests"].as_array().unwrap().len(),
+        report_tests(&report).len()
+    );
+    Some((
+        soundness_hole_forger(&answer_lines(&last, ALL)),
+        prompts_of(&last),
+    ))
+}
+
+/// Replays, with `pi-course grade --seed SEED`, the class grade of the forgery in `dir` that named SEED:
+/// the forged answers were judged (the traces open with the harvested prompts), and earned nothing.
+fn assert_forgery_judged_and_failed(
+    dir: &Path,
+    seed: u64,
+    prompts: &std::collections::BTreeMap<String, String>,
+) {
+    let (code, replay) = grade_json(dir, &["--seed", &seed.to_string()]);
+    assert_ran(&replay);
+    assert_eq!(code, 1, "{replay:#}");
+    assert_nothing_passed(&replay);
+    assert!(
+        traces_opening_with(dir, prompts) > 0,
+        "the forged answers were judged: {replay:#}"
+    );
+}
+
+#[test]
+fn a_known_class_seed_harvested_by_name_earns_nothing_in_the_class() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = practice_at(tmp.path(), "harvest");
+    // The class seed leaked (the recipes used to print one). Mallory computes the seed her name gave and
+    // harvests that seed's expected traces on the untouched skeleton.
+    let class_seed = 20260901;
+    let by_name = seed_by_name_only(class_seed, "mallory");
+    let Some((forgery, prompts)) = harvest(&dir, by_name) else {
+        return;
+    };
+    // On the harvested seed, the forgery passes: the answers are right for those instances.
+    write_loop(&dir, &forgery);
+    let (_, replayed) = grade_json(&dir, &["--seed", &by_name.to_string()]);
+    eprintln!(
+        "the harvest on its own seed: {} of {} pass",
+        passed(&replayed),
+        report_tests(&replayed).len()
+    );
+    assert!(passed(&replayed) > 0, "{replayed:#}");
+
+    // In the class, her seed follows from her submission too: it earns nothing.
+    let subs = tmp.path().join("subs");
+    fs::create_dir_all(&subs).unwrap();
+    fs::write(subs.join("mallory.rs"), &forgery).unwrap();
+    let (code, row, report) = class_of(&subs, &tmp.path().join("results"), class_seed, "mallory");
+    assert_eq!(code, 0, "{row:#}");
+    assert_ran(&report);
+    assert_nothing_passed(&report);
+    assert_eq!(row["total"], 0.0, "{row:#}");
+    let seed = report["instances"]["seed"].as_u64().unwrap();
+    assert_ne!(seed, by_name);
+    assert_eq!(
+        seed,
+        seed_of_submission(class_seed, "mallory", row["sha256"].as_str().unwrap())
+    );
+    // Replayed by hand with the seed the report names, the class's grade is the same: the forgery ran
+    // and its answers were judged against instances it had never seen.
+    assert_forgery_judged_and_failed(&dir, seed, &prompts);
+}
+
+#[test]
+fn a_seed_from_an_earlier_report_replayed_in_a_resumed_class_earns_nothing() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let subs = tmp.path().join("subs");
+    fs::create_dir_all(&subs).unwrap();
+    let results = tmp.path().join("results");
+    let class_seed = u64::from(std::process::id()) << 20 | 0x5eed;
+    // Mallory hands in the skeleton; her report names the seed of its grade.
+    fs::write(subs.join("mallory.rs"), skeleton()).unwrap();
+    let (_, first_row, first) = class_of(&subs, &results, class_seed, "mallory");
+    if first["sandbox"]["active"] != true {
+        assert!(sandboxed(&first));
+        return;
+    }
+    let named = first["instances"]["seed"]
+        .as_u64()
+        .expect("the report names its seed");
+    // With it she harvests that grade's expected traces, and hands in the forgery that writes them.
+    let dir = practice_at(tmp.path(), "harvest");
+    let (forgery, prompts) = harvest(&dir, named).unwrap();
+    write_loop(&dir, &forgery);
+    let (_, replayed) = grade_json(&dir, &["--seed", &named.to_string()]);
+    assert!(
+        passed(&replayed) > 0,
+        "on the named seed it passes: {replayed:#}"
+    );
+    fs::write(subs.join("mallory.rs"), &forgery).unwrap();
+
+    // Again, later: the class resumes, regrades her changed file with a seed no report has named, and
+    // the replay earns nothing.
+    let (code, row, report) = class_of(&subs, &results, class_seed, "mallory");
+    assert_eq!(code, 0, "{row:#}");
+    assert_ne!(row["sha256"], first_row["sha256"]);
+    assert_ran(&report);
+    assert_nothing_passed(&report);
+    let seed = report["instances"]["seed"].as_u64().unwrap();
+    assert_ne!(seed, named, "a regrade reused a seed a report named");
+    assert_forgery_judged_and_failed(&dir, seed, &prompts);
+
+    // Without --seed, each run draws a class seed of its own: the same file draws other instances.
+    let fresh = |out: &str| {
+        let results = tmp.path().join(out);
+        let out = grade_class(
+            tmp.path(),
+            &subs,
+            &results,
+            &["--jobs", "1", "--format", "json"],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        let row = learner_row(&class_summary(&results), "mallory").clone();
+        let text = fs::read_to_string(results.join(row["report"].as_str().unwrap())).unwrap();
+        let report: Value = serde_json::from_str(&text).unwrap();
+        assert_nothing_passed(&report);
+        report["instances"]["seed"].as_u64().unwrap()
+    };
+    assert_ne!(fresh("fresh-1"), fresh("fresh-2"));
+}
+
+#[test]
+fn a_classmate_spinning_48_threads_in_every_test_costs_correct_loops_nothing() {
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let subs = tmp.path().join("subs");
+    fs::create_dir_all(&subs).unwrap();
+    // Every test of the hog's spins 48 threads on every core and never ends.
+    let hog = skeleton_starting_with(
+        "for _ in 0..48 { std::thread::spawn(|| loop { std::hint::spin_loop() }); } std::future::pending::<()>().await;",
+    );
+    fs::write(subs.join("hog.rs"), hog).unwrap();
+    let copies = ["ann", "bob", "cat", "dan", "eve"];
+    for name in copies {
+        fs::write(subs.join(format!("{name}.rs")), solution()).unwrap();
+    }
+    let results = tmp.path().join("results");
+    let out = grade_class(
+        tmp.path(),
+        &subs,
+        &results,
+        &["--jobs", "2", "--format", "json", "--lang", "en"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let summary = class_summary(&results);
+    let report = |name: &str| -> Value {
+        let row = learner_row(&summary, name);
+        let text = fs::read_to_string(results.join(row["report"].as_str().unwrap())).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    // The hog ran: its tests were stopped, not refused or unbuilt.
+    let hogged = report("hog");
+    if !sandboxed(&hogged) {
+        return;
+    }
+    assert_ran(&hogged);
+    assert_nothing_passed(&hogged);
+    let stopped = report_tests(&hogged)
+        .iter()
+        .filter(|(_, t)| t["status"] == "timeout")
+        .count();
+    assert!(stopped > 0, "{hogged:#}");
+    // Every correct loop beside it gets every point.
+    for name in copies {
+        let row = learner_row(&summary, name);
+        assert_eq!(row["status"], "pass", "{name}: {:#}", report(name));
+        assert_eq!(row["total"], 100.0, "{name}: {row:#}");
+    }
+}

@@ -395,9 +395,10 @@ fn the_class_verdicts_are_those_of_single_grades() {
     for (name, code) in &loops {
         put(&subs.join(format!("{name}.rs")), code);
     }
-    // One class seed: each learner's own is derived from it and their name (the same whichever part or
-    // run grades them); a single grade with that learner's seed draws the same instances, so the same
-    // verdicts and the same messages (up to how concurrent calls interleaved, see `replayable`).
+    // One class seed: each learner's own is derived from it, their name and their file (the same
+    // whichever part or run grades them); a single grade with that learner's seed draws the same
+    // instances, so the same verdicts and the same messages (up to how concurrent calls interleaved, see
+    // `replayable`).
     let seed = "4242";
     let results = dir.path().join("results");
     let out = grade_class(

@@ -306,10 +306,17 @@ fn assert_same_results(whole: &Path, merged: &Path, what: &str) {
     }
 }
 
-/// The seed `grade-class --seed class_seed` grades learner `name` with, as docs/INSTRUCTORS.md defines it.
-fn learner_seed(class_seed: u64, name: &str) -> u64 {
-    let digest = Sha256::digest(format!("{class_seed}:{name}").as_bytes());
+/// The seed `grade-class --seed class_seed` grades learner `name`'s submission of sha256 `sha256` with,
+/// as docs/INSTRUCTORS.md defines it.
+fn learner_seed(class_seed: u64, name: &str, sha256: &str) -> u64 {
+    let digest = Sha256::digest(format!("{class_seed}:{name}:{sha256}").as_bytes());
     u64::from_be_bytes(digest[..8].try_into().unwrap())
+}
+
+/// What a part records of the class seed `seed`, as docs/INSTRUCTORS.md defines it.
+fn fingerprint(seed: u64) -> String {
+    let digest = Sha256::digest(format!("pi-course class seed:{seed}").as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// How the mixed class is graded, whole and as parts: one class seed, and a per-test timeout generous
@@ -370,16 +377,18 @@ fn a_class_graded_as_1_2_3_or_7_parts_merges_to_the_whole_class_byte_for_byte() 
         assert_eq!(row["graded"], true, "{row:#}");
     }
     assert_eq!(learner_row(&summary, "ts-broken")["build"], "error");
-    // Every learner draws their own instances, from the class's seed and their name.
+    // Every learner draws their own instances, from the class's seed, their name and their submission.
     let mut seeds = BTreeSet::new();
     for name in ["ref", "skel", "ts-skel", "mutant-system-prompt-not-sent"] {
         let report: Value = serde_json::from_str(
             &fs::read_to_string(root.join(format!("whole/learners/{name}.json"))).unwrap(),
         )
         .unwrap();
+        let sha256 = learner_row(&summary, name)["sha256"].as_str().unwrap();
+        assert_eq!(sha256.len(), 64, "{name}");
         assert_eq!(
             report["instances"]["seed"].as_u64(),
-            Some(learner_seed(7, name)),
+            Some(learner_seed(7, name, sha256)),
             "{name}"
         );
         seeds.insert(report["instances"]["seed"].as_u64().unwrap());
@@ -409,9 +418,10 @@ fn a_class_graded_as_1_2_3_or_7_parts_merges_to_the_whole_class_byte_for_byte() 
                 (record["part"].as_u64(), record["parts"].as_u64()),
                 (Some(k as u64), Some(n as u64))
             );
+            // The class seed's fingerprint, never the seed.
             assert_eq!(
                 record["seeds"],
-                serde_json::json!({"policy": "class", "seed": 7})
+                serde_json::json!({"policy": "class", "fingerprint": fingerprint(7)})
             );
             let class = record["class"].as_array().unwrap();
             assert_eq!(class.len(), 28, "every part records the whole class");
@@ -643,30 +653,33 @@ fn parts_that_disagree_are_refused_naming_them_and_a_part_run_twice_merges_once(
     );
 
     // Another seed policy, language or N; other submissions.
-    let variants: [(&str, &str, &[&str], &str); 4] = [
+    let variants: [(&str, &str, &[&str], String); 4] = [
         (
             "fresh",
             "1/2",
             &["--lang", "en"],
-            "the seed policy is --seed 3 in p0 (0/2) but fresh seeds",
+            format!(
+                "the seed policy is a --seed of fingerprint {} in p0 (0/2) but fresh seeds",
+                fingerprint(3)
+            ),
         ),
         (
             "zh",
             "1/2",
             &["--seed", "3"],
-            "the language (--lang) is en in p0 (0/2) but zh in zh (1/2)",
+            "the language (--lang) is en in p0 (0/2) but zh in zh (1/2)".into(),
         ),
         (
             "thirds",
             "1/3",
             &seeded,
-            "the number of parts N is 2 in p0 (0/2) but 3 in thirds (1/3)",
+            "the number of parts N is 2 in p0 (0/2) but 3 in thirds (1/3)".into(),
         ),
         (
             "other-seed",
             "1/2",
             &["--seed", "4", "--lang", "en"],
-            "--seed 4",
+            format!("a --seed of fingerprint {}", fingerprint(4)),
         ),
     ];
     for (name, shard, args, says) in variants {
@@ -677,7 +690,7 @@ fn parts_that_disagree_are_refused_naming_them_and_a_part_run_twice_merges_once(
             describe(&graded)
         );
         let refused = merge(root, &["p0", name], "refused", &["--lang", "en"]);
-        assert_refused(&refused, &[says], &out);
+        assert_refused(&refused, &[says.as_str()], &out);
     }
     put(&root.join("subs/late.rs"), "fn late( {\n");
     let late = part(root, "subs", "late", "1/2", &seeded);
@@ -911,6 +924,23 @@ fn run_script(cwd: &Path, script: &str, env: &[(&str, String)]) -> Output {
     out
 }
 
+/// The files under `dir` that hold `text`, and whether `output` shows it anywhere but in the lines that
+/// start with one of `allowed`: a seed must be in neither.
+fn shown_anywhere(dir: &Path, output: &Output, text: &str, allowed: &[&str]) -> Vec<String> {
+    let mut found: Vec<String> = files(dir)
+        .into_iter()
+        .filter(|(_, bytes)| String::from_utf8_lossy(bytes).contains(text))
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    let streams = format!("{}\n{}", stdout(output), stderr(output));
+    for line in streams.lines() {
+        if line.contains(text) && !allowed.iter().any(|a| line.starts_with(a)) {
+            found.push(format!("output: {line}"));
+        }
+    }
+    found
+}
+
 /// The merged results of a recipe: every learner of the cheap class.
 fn assert_class_merged(results: &Path) {
     let summary = class_summary(results);
@@ -943,7 +973,19 @@ fn the_github_actions_recipe_grades_each_part_on_its_runner_and_merges_them() {
         (0..n as i64).collect::<Vec<_>>()
     );
     assert_eq!(jobs["merge"]["needs"].as_str(), Some("part"));
-    let seed = doc["env"]["SEED"].as_str().unwrap().to_string();
+    // No seed in the file: each job derives the run's from a repository secret and the run's id.
+    assert!(doc["env"]["SEED"].is_badvalue(), "a seed in the recipe");
+    let grade_step = jobs["part"]["steps"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .find(|s| s["run"].as_str().is_some_and(|r| r.contains("grade-class")))
+        .unwrap();
+    assert_eq!(
+        grade_step["env"]["SEED_KEY"].as_str(),
+        Some("${{ secrets.PI_COURSE_SEED_KEY }}")
+    );
+    let key = format!("class-key-{}", std::process::id());
     let version = format!("--version {}", env!("CARGO_PKG_VERSION"));
     let runs = |job: &str| -> Vec<String> {
         jobs[job]["steps"]
@@ -993,6 +1035,7 @@ fn the_github_actions_recipe_grades_each_part_on_its_runner_and_merges_them() {
     let subs = cheap_class(root, "class");
     let merge_runner = root.join("merge-runner");
     fs::create_dir(&merge_runner).unwrap();
+    let mut seeds = BTreeSet::new();
     for k in 0..n {
         // Each runner's checkout: the submissions at the same relative path.
         let runner = root.join(format!("runner-{k}"));
@@ -1000,17 +1043,57 @@ fn the_github_actions_recipe_grades_each_part_on_its_runner_and_merges_them() {
         let fill = |s: &str| {
             s.replace("${{ strategy.job-index }}", &k.to_string())
                 .replace("${{ strategy.job-total }}", &n.to_string())
+                .replace("${{ github.run_id }}", "9876543210")
         };
         for run in &part_runs {
-            run_script(&runner, &fill(run), &[("SEED", seed.clone())]);
+            let out = run_script(&runner, &fill(run), &[("SEED_KEY", key.clone())]);
+            if !run.contains("grade-class") {
+                continue;
+            }
+            // The seed is masked before anything else is printed, and then shown nowhere.
+            let seed = stdout(&out)
+                .lines()
+                .find_map(|l| l.strip_prefix("::add-mask::"))
+                .expect("the seed is masked")
+                .to_string();
+            assert!(seed.parse::<u64>().is_ok_and(|s| s > 1 << 40), "{seed}");
+            let shown = shown_anywhere(&runner, &out, &seed, &["::add-mask::"]);
+            assert!(shown.is_empty(), "the seed is shown: {shown:?}");
+            seeds.insert(seed);
         }
         let artifact = fill(&uploaded);
         fs::copy(runner.join(&artifact), merge_runner.join(&artifact)).unwrap();
     }
+    assert_eq!(
+        seeds.len(),
+        1,
+        "one seed for every runner of a run: {seeds:?}"
+    );
     for run in &merge_runs {
         run_script(&merge_runner, run, &[]);
     }
     assert_class_merged(&merge_runner.join("results"));
+    // Without the secret, no part is graded.
+    let runner = root.join("runner-without-key");
+    copy_tree(&subs, &runner.join("submissions"));
+    let grade = part_runs
+        .iter()
+        .find(|r| r.contains("grade-class"))
+        .unwrap();
+    let out = Command::new("bash")
+        .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", grade])
+        .current_dir(&runner)
+        .env("PATH", path_with_pi_course(&[]))
+        .env("SEED_KEY", "")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert!(
+        stdout(&out).contains("PI_COURSE_SEED_KEY"),
+        "{}",
+        describe(&out)
+    );
+    assert!(!runner.join("part-0").exists());
 }
 
 #[test]
@@ -1043,15 +1126,22 @@ fn the_kubernetes_recipe_grades_each_index_and_merges_the_parts() {
                     .collect::<Vec<_>>(),
                 ["bash", "-c"]
             );
+            // A value, or `secret:<name>:<key>` for one read from a Secret.
             let env = c["env"]
                 .as_vec()
                 .unwrap()
                 .iter()
                 .map(|e| {
-                    (
-                        e["name"].as_str().unwrap().to_string(),
-                        e["value"].as_str().unwrap().to_string(),
-                    )
+                    let secret = &e["valueFrom"]["secretKeyRef"];
+                    let value = match e["value"].as_str() {
+                        Some(value) => value.to_string(),
+                        None => format!(
+                            "secret:{}:{}",
+                            secret["name"].as_str().unwrap(),
+                            secret["key"].as_str().unwrap()
+                        ),
+                    };
+                    (e["name"].as_str().unwrap().to_string(), value)
                 })
                 .collect();
             let mounts = c["volumeMounts"]
@@ -1081,11 +1171,33 @@ fn the_kubernetes_recipe_grades_each_index_and_merges_the_parts() {
         script.contains("pi-course grade-class") && merge_script.contains("pi-course merge-class")
     );
 
+    // The seed comes from a Secret drawn when the class is graded, and deleted once it is merged.
+    assert_eq!(env["SEED"], "secret:grade-class-seed:seed");
+    let create = "kubectl create secret generic grade-class-seed --from-literal=seed=\"$(";
+    let drawn = text
+        .lines()
+        .find_map(|l| Some(l.split_once(create)?.1.strip_suffix(")\"")?.to_string()))
+        .expect("the recipe creates the Secret");
+    assert!(text.contains("kubectl delete secret grade-class-seed"));
+    assert!(
+        !text.contains("--seed \"$SEED\" --seed") && !text.contains("value: \"2026"),
+        "a seed in the recipe"
+    );
+    let draw = || {
+        let out = run_script(Path::new("/"), &drawn, &[]);
+        stdout(&out).trim().to_string()
+    };
+    let seed = draw();
+    assert!(seed.parse::<u64>().is_ok(), "{seed}");
+    assert_ne!(seed, draw(), "drawn at random");
+
     let dir = tmp();
     let root = dir.path();
     let subs = cheap_class(root, "class");
     let results = root.join("results");
     fs::create_dir(&results).unwrap();
+    let mut env = env;
+    env.insert("SEED".into(), seed.clone());
     // The pods' environment, with the volumes where this test keeps them.
     let pod = |extra: &[(&str, String)], env: &BTreeMap<String, String>| -> Vec<(String, String)> {
         let mut all: BTreeMap<String, String> = env.clone();
@@ -1100,7 +1212,9 @@ fn the_kubernetes_recipe_grades_each_index_and_merges_the_parts() {
     for k in 0..n {
         let env = pod(&[("JOB_COMPLETION_INDEX", k.to_string())], &env);
         let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-        run_script(root, &script, &env);
+        let out = run_script(root, &script, &env);
+        let shown = shown_anywhere(&results, &out, &seed, &[]);
+        assert!(shown.is_empty(), "the seed is shown: {shown:?}");
     }
     let env = pod(&[], &merge_env);
     let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
@@ -1157,12 +1271,29 @@ fn the_slurm_recipe_is_a_job_array_whose_first_task_submits_the_merge() {
             .output()
             .unwrap();
         assert!(out.status.success(), "task {k}\n{}", describe(&out));
+        out
     };
-    for k in 0..n {
-        task(k);
-    }
+    let mut outputs: Vec<Output> = (0..n).map(task).collect();
     // Task 0 again (requeued): its part resumes, and the merge is not submitted twice.
-    task(0);
+    outputs.push(task(0));
+    // One seed, drawn by the first task into a file only its user reads, and shown nowhere else.
+    let seed_file = results.join(".class-seed");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(fs::metadata(&seed_file).unwrap().mode() & 0o777, 0o600);
+    let seed = fs::read_to_string(&seed_file).unwrap();
+    assert!(seed.parse::<u64>().is_ok(), "{seed:?}");
+    assert!(!text.contains("SEED=${SEED:-"), "a seed in the recipe");
+    fs::rename(&seed_file, root.join("seed-kept-aside")).unwrap();
+    for out in &outputs {
+        let shown = shown_anywhere(&results, out, &seed, &[]);
+        assert!(shown.is_empty(), "the seed is shown: {shown:?}");
+    }
+    fs::rename(root.join("seed-kept-aside"), &seed_file).unwrap();
+    let leftovers: Vec<String> = names(&results)
+        .into_iter()
+        .filter(|n| n.starts_with(".class-seed."))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
     let log = fs::read_to_string(root.join("sbatch.log")).unwrap();
     let args: Vec<&str> = log.lines().collect();
     assert_eq!(

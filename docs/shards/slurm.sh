@@ -6,6 +6,12 @@
 # (SUBMISSIONS, RESULTS); task K writes the part $RESULTS/part-K, the merge $RESULTS/class. Each node
 # keeps its own build cache on local disk (PI_COURSE_CACHE), warmed by its first grade. A task that is
 # run again resumes its part.
+#
+# The class's seed is a secret: whoever knows it can compute every learner's expected traces with
+# `pi-course grade --seed`. The first task to start draws it at random into $RESULTS/.class-seed, a file
+# only you can read; every other task (and a task run again) reads it from there, and nothing prints it.
+# Remove that file once the class is merged. (SEED in the environment replays a class graded before,
+# from your own records.)
 #SBATCH --job-name=grade-class
 #SBATCH --array=0-7
 #SBATCH --cpus-per-task=2
@@ -16,12 +22,23 @@ set -euo pipefail
 
 SUBMISSIONS=${SUBMISSIONS:-$HOME/course/submissions}
 RESULTS=${RESULTS:-$HOME/course/results}
-SEED=${SEED:-20260901}
 # K counts from 0, as --array=0-7 does; N is the number of tasks in the array.
 K=$SLURM_ARRAY_TASK_ID
 N=${SLURM_ARRAY_TASK_COUNT:-8}
 export PI_COURSE_CACHE=${PI_COURSE_CACHE:-/tmp/$USER-pi-course-cache}
 mkdir -p "$PI_COURSE_CACHE" "$RESULTS"
+
+if [ -z "${SEED:-}" ]; then
+  SEED_FILE=$RESULTS/.class-seed
+  if [ ! -s "$SEED_FILE" ]; then
+    drawn=$(mktemp "$RESULTS/.class-seed.XXXXXX") # mode 600
+    od -An -N8 -tu8 /dev/urandom | tr -d ' \n' > "$drawn"
+    # A link is made whole or not at all: the first task's seed wins, and every task reads that one.
+    ln "$drawn" "$SEED_FILE" 2> /dev/null || true
+    rm -f "$drawn"
+  fi
+  SEED=$(cat "$SEED_FILE")
+fi
 
 # The first task submits the merge, once, to run after every task of this array has ended (afterany:
 # also when one failed, so that merge-class says which part is missing).

@@ -24,8 +24,9 @@
 //!
 //! **Parts** (see [`shard`], [`merge`]): `--shard K/N` grades only part K of the class, dealt by expected
 //! cost the same way on every machine, and records the whole class in `part.json`; `merge-class` joins
-//! the parts. `--seed N` is the class's seed: each learner's instances are drawn from it and their name,
-//! so whole and sharded runs agree.
+//! the parts. `--seed N` is the class's secret seed (without it, one is drawn for the run): each
+//! learner's instances are drawn from it, their name and their submission's sha256, so whole and sharded
+//! runs agree on the same files and a changed file draws new instances (see [`shard`]).
 //!
 //! **Exit status**: 0 when every learner got a verdict (pass or fail, a compile error included); 1 when
 //! some could not be graded (an entry that is not a submission, an unreadable file, the build cache or
@@ -58,7 +59,7 @@ use crate::report::Format;
 use crate::{atomic_file, cache, practice, regular_file};
 
 use entries::{Entry, Shape};
-use shard::{ClassEntry, PartFile, Seeds, Shard};
+use shard::{ClassEntry, ClassSeed, PartFile, Seeds, Shard};
 use summary::{LearnerFiles, Row, Summary};
 
 /// What to do for one learner.
@@ -99,7 +100,7 @@ struct Class {
     /// Practice directories made for submitted files live here while graded.
     scratch: PathBuf,
     /// How each learner's instances are drawn.
-    seeds: Seeds,
+    seed: ClassSeed,
 }
 
 /// What the grades report back as they finish.
@@ -240,7 +241,13 @@ pub fn grade_class(
     opts.jobs = cores;
 
     let fresh = Summary::new(&chapter, lang);
-    let seeds = Seeds::of(args.limits.seed);
+    let seed = ClassSeed::of(args.limits.seed).map_err(|e| {
+        UserError::new(lang.t(
+            "grade-io-failed",
+            &[("what", &"/dev/urandom"), ("error", &e)],
+        ))
+    })?;
+    let seeds = seed.policy.clone();
     // An earlier part's rows are kept only if it drew its instances the same way. (A whole class's
     // results record no policy: they are kept as before.)
     let earlier_part = PartFile::load(&args.out).filter(|_| !args.fresh);
@@ -327,7 +334,7 @@ pub fn grade_class(
         chosen_lang,
         out: args.out.clone(),
         scratch: scratch.path().to_path_buf(),
-        seeds,
+        seed,
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -628,7 +635,15 @@ async fn grade_all(
             if !live {
                 eprintln!("{}", class.lang.t("class-warming", &[]));
             }
-            let (result, learner_lang) = grade_one(&class, i, &name, source).await;
+            // A task of its own, as every other grade: whatever happens in it is this learner's row.
+            let task = tokio::task::spawn_local({
+                let (class, name, sha) = (class.clone(), name.clone(), sha.clone());
+                async move { grade_one(&class, i, &name, &sha, source).await }
+            });
+            let (result, learner_lang) = match task.await {
+                Ok(graded) => graded,
+                Err(e) => (crashed(&class, &e.to_string()), class.lang),
+            };
             finish(&class, &state, &name, &sha, result, learner_lang);
             let _ = cache::ensure_built(&class.opts.cache, &key, class.opts.slots);
         }
@@ -639,10 +654,10 @@ async fn grade_all(
         let (class, state, permits) = (class.clone(), state.clone(), permits.clone());
         let task = tokio::task::spawn_local({
             let class = class.clone();
-            let name = name.clone();
+            let (name, sha) = (name.clone(), sha.clone());
             async move {
                 let _permit = permits.acquire().await.expect("never closed");
-                grade_one(&class, i, &name, source).await
+                grade_one(&class, i, &name, &sha, source).await
             }
         });
         tasks.push(async move {
@@ -681,12 +696,19 @@ fn crashed(class: &Class, error: &str) -> GradeResult {
 
 /// Grades one learner, in the language of their page (see [`Class::chosen_lang`]). Never fails: whatever
 /// goes wrong is in the result.
-async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> (GradeResult, Lang) {
+async fn grade_one(
+    class: &Class,
+    index: usize,
+    name: &str,
+    sha256: &str,
+    source: Source,
+) -> (GradeResult, Lang) {
     let lang = class.lang;
     let chapter = &class.chapter;
-    // The learner's own seed (see [`shard::Seeds`]): the same whichever part or run grades them.
+    // The seed of this learner's submission (see [`shard::learner_seed`]): the same whichever part grades
+    // it, another for any other file.
     let opts = &GradeOptions {
-        seed: class.seeds.for_learner(name),
+        seed: Some(class.seed.for_learner(name, sha256)),
         ..class.opts.clone()
     };
     let not = |reason: String| {
@@ -760,8 +782,17 @@ async fn grade_one(class: &Class, index: usize, name: &str, source: Source) -> (
     }
 }
 
+/// A learner's row and files, rendered, before any is written.
+struct Rendered {
+    row: Row,
+    json: String,
+    junit: String,
+    page: std::result::Result<String, String>,
+}
+
 /// Writes a learner's reports and page, then the summaries with their row. Synchronous: nothing else runs
-/// on this thread meanwhile, the interrupt handler included.
+/// on this thread meanwhile, the interrupt handler included. A rendering that panics (a bug) is caught
+/// here: the learner's row then says so, and the class goes on.
 fn finish(
     class: &Class,
     state: &Rc<RefCell<Progress>>,
@@ -771,26 +802,79 @@ fn finish(
     learner_lang: Lang,
 ) {
     let lang = class.lang;
-    let row = summary::row(name, &result, sha256, lang);
+    let render = |result: &GradeResult| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            render_learner(class, name, sha256, result, learner_lang)
+        }))
+    };
+    let rendered = match render(&result) {
+        Ok(rendered) => rendered,
+        Err(panic) => {
+            let error = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            let crashed = crashed(class, &error);
+            match render(&crashed) {
+                Ok(rendered) => rendered,
+                Err(_) => return,
+            }
+        }
+    };
+    let Rendered {
+        row,
+        json,
+        junit,
+        page,
+    } = rendered;
     let mut state = state.borrow_mut();
     // The learner's own files (report, JUnit, page) in the learner's language; the row and the
     // summaries in the instructor's.
-    let json = report::json::render(&result, learner_lang);
     write_result(
         &class.out,
         &row.report,
         json.as_bytes(),
         &mut state.unwritten,
     );
-    let junit = report::junit::render(&result, learner_lang);
     write_result(
         &class.out,
         &row.junit,
         junit.as_bytes(),
         &mut state.unwritten,
     );
+    match page {
+        Ok(page) => write_result(&class.out, &row.page, page.as_bytes(), &mut state.unwritten),
+        Err(e) => state.unwritten.push((row.page.clone(), e)),
+    }
+    let line = lang.t(
+        "class-progress-line",
+        &[
+            ("name", &name),
+            ("status", &row.verdict_text(lang)),
+            ("score", &format_points(row.total)),
+            ("max", &format_points(row.max)),
+        ],
+    );
+    let passed = row.status == "pass";
+    state.rows.insert(name.to_string(), row);
+    save_summary(&class.out, &mut state);
+    state.bar.finished(passed, &line);
+}
+
+/// Renders a learner's row (in the instructor's language) and files (in the learner's).
+fn render_learner(
+    class: &Class,
+    name: &str,
+    sha256: &str,
+    result: &GradeResult,
+    learner_lang: Lang,
+) -> Rendered {
+    let row = summary::row(name, result, sha256, class.lang);
+    let json = report::json::render(result, learner_lang);
+    let junit = report::junit::render(result, learner_lang);
     // Each failing test's expected and actual timelines, as `pi-course explain` shows them.
-    let timelines: BTreeMap<String, String> = crate::grade::last::traces_of(&result, learner_lang)
+    let timelines: BTreeMap<String, String> = crate::grade::last::traces_of(result, learner_lang)
         .tests
         .iter()
         .map(|t| {
@@ -811,23 +895,12 @@ fn finish(
                 &class.chapter.id,
             )
         });
-    match page {
-        Ok(page) => write_result(&class.out, &row.page, page.as_bytes(), &mut state.unwritten),
-        Err(e) => state.unwritten.push((row.page.clone(), e)),
+    Rendered {
+        row,
+        json,
+        junit,
+        page,
     }
-    let line = lang.t(
-        "class-progress-line",
-        &[
-            ("name", &name),
-            ("status", &row.verdict_text(lang)),
-            ("score", &format_points(row.total)),
-            ("max", &format_points(row.max)),
-        ],
-    );
-    let passed = row.status == "pass";
-    state.rows.insert(name.to_string(), row);
-    save_summary(&class.out, &mut state);
-    state.bar.finished(passed, &line);
 }
 
 fn write_result(out: &Path, rel: &str, bytes: &[u8], unwritten: &mut Vec<(String, String)>) {

@@ -14,10 +14,14 @@
 //! the merge can tell parts of one class graded one way from anything else, and a learner missing from
 //! the part that should hold them.
 //!
-//! **Seeds.** `--seed N` is the class's seed: each learner's instances are drawn with a seed derived from
-//! it and the learner's name ([`learner_seed`]), so a learner draws the same instances whichever part,
-//! machine or run grades them, and the report names that seed (`pi-course grade DIR --seed S` replays
-//! it). Without `--seed` every grade draws fresh ones; the merge refuses parts whose policies differ.
+//! **Seeds.** A class is graded with a secret class seed: `--seed N`, which the recipes draw at run time
+//! and hand to every part unseen, or without `--seed` one drawn fresh for this run alone. Each learner's
+//! instances are drawn with a seed derived from the class seed, the learner's name and the sha256 of the
+//! submission graded ([`learner_seed`]): a learner draws the same instances whichever part or machine
+//! grades the same file, a changed file draws new ones (never a seed an earlier report named), and the
+//! report names that seed (`pi-course grade DIR --seed S` replays it). A known class seed is an answer key
+//! (anyone computes the expected traces with `pi-course grade --seed`), so no file holds it: a part
+//! records only its fingerprint ([`fingerprint`]), and the merge refuses parts whose policies differ.
 
 use std::fmt;
 use std::path::Path;
@@ -76,45 +80,76 @@ pub fn parse(text: &str) -> Result<Shard, String> {
     Ok(Shard { k, n })
 }
 
-/// How a class's instances were drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How a class's instances were drawn, as a part records it: never the class seed itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "policy", rename_all = "lowercase")]
 pub enum Seeds {
-    /// Fresh instances for every grade (no `--seed`).
+    /// No `--seed`: a class seed drawn for this run alone, known to no one.
     Fresh,
-    /// `--seed N`: each learner's seed derived from N and their name.
-    Class { seed: u64 },
-}
-
-impl Seeds {
-    pub fn of(seed: Option<u64>) -> Seeds {
-        seed.map_or(Seeds::Fresh, |seed| Seeds::Class { seed })
-    }
-
-    /// The seed to grade `name` with; `None`: a fresh one.
-    pub fn for_learner(self, name: &str) -> Option<u64> {
-        match self {
-            Seeds::Fresh => None,
-            Seeds::Class { seed } => Some(learner_seed(seed, name)),
-        }
-    }
+    /// `--seed N`: the class seed's [`fingerprint`], so that parts graded with one seed can be told from
+    /// others without it.
+    Class { fingerprint: String },
 }
 
 impl fmt::Display for Seeds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Seeds::Fresh => write!(f, "fresh seeds (no --seed)"),
-            Seeds::Class { seed } => write!(f, "--seed {seed}"),
+            Seeds::Class { fingerprint } => write!(f, "a --seed of fingerprint {fingerprint}"),
         }
     }
 }
 
-/// The seed of learner `name` in a class graded with `--seed class_seed`: the first 8 bytes (big-endian)
-/// of the sha256 of `<class_seed>:<name>`. Depends on nothing but the two, so every part, machine and run
-/// draws the same instances for the same learner; different learners draw different ones.
-pub fn learner_seed(class_seed: u64, name: &str) -> u64 {
-    let digest = Sha256::digest(format!("{class_seed}:{name}").as_bytes());
+/// The secret a class is graded with, and the policy its parts record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassSeed {
+    secret: u64,
+    pub policy: Seeds,
+}
+
+impl ClassSeed {
+    /// `--seed N`, or without it a seed drawn now from the system's randomness.
+    pub fn of(seed: Option<u64>) -> std::io::Result<ClassSeed> {
+        Ok(match seed {
+            Some(seed) => ClassSeed {
+                secret: seed,
+                policy: Seeds::Class {
+                    fingerprint: fingerprint(seed),
+                },
+            },
+            None => {
+                let mut bytes = [0u8; 8];
+                std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut bytes)?;
+                ClassSeed {
+                    secret: u64::from_le_bytes(bytes),
+                    policy: Seeds::Fresh,
+                }
+            }
+        })
+    }
+
+    /// The seed to grade learner `name`'s submission of sha256 `sha256` with.
+    pub fn for_learner(&self, name: &str, sha256: &str) -> u64 {
+        learner_seed(self.secret, name, sha256)
+    }
+}
+
+/// The seed of learner `name`'s submission whose sha256 (hex, as the summary's rows have it) is `sha256`,
+/// in a class of seed `class_seed`: the first 8 bytes (big-endian) of the sha256 of
+/// `<class_seed>:<name>:<sha256>`. Depends on nothing but the three, so every part, machine and run draws
+/// the same instances for the same file; another learner, or another file, draws others. Knowing a seed
+/// tells nothing of the class seed or of any other seed.
+pub fn learner_seed(class_seed: u64, name: &str, sha256: &str) -> u64 {
+    let digest = Sha256::digest(format!("{class_seed}:{name}:{sha256}").as_bytes());
     u64::from_be_bytes(digest[..8].try_into().expect("a sha256 has 32 bytes"))
+}
+
+/// What a part records of the class seed `seed`: the first 8 bytes of the sha256 of
+/// `pi-course class seed:<seed>`, in hex. It tells parts of one seed apart from others; it gives the seed
+/// away only if the seed can be guessed (a seed drawn at random, as the recipes draw it, cannot).
+pub fn fingerprint(seed: u64) -> String {
+    let digest = Sha256::digest(format!("pi-course class seed:{seed}").as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The expected cost of grading an entry, from what is known before grading it: whether it can be graded
@@ -256,14 +291,30 @@ mod tests {
     }
 
     #[test]
-    fn a_learner_seed_depends_on_the_class_seed_and_the_name_only() {
-        assert_eq!(learner_seed(7, "ann"), learner_seed(7, "ann"));
-        assert_ne!(learner_seed(7, "ann"), learner_seed(7, "bob"));
-        assert_ne!(learner_seed(7, "ann"), learner_seed(8, "ann"));
-        assert_eq!(Seeds::Fresh.for_learner("ann"), None);
+    fn a_learner_seed_depends_on_the_class_seed_the_name_and_the_submission() {
+        let (a, b) = ("aa".repeat(32), "bb".repeat(32));
+        assert_eq!(learner_seed(7, "ann", &a), learner_seed(7, "ann", &a));
+        assert_ne!(learner_seed(7, "ann", &a), learner_seed(7, "bob", &a));
+        assert_ne!(learner_seed(7, "ann", &a), learner_seed(8, "ann", &a));
+        assert_ne!(learner_seed(7, "ann", &a), learner_seed(7, "ann", &b));
+        let given = ClassSeed::of(Some(7)).unwrap();
+        assert_eq!(given.for_learner("ann", &a), learner_seed(7, "ann", &a));
         assert_eq!(
-            Seeds::Class { seed: 7 }.for_learner("ann"),
-            Some(learner_seed(7, "ann"))
+            given.policy,
+            Seeds::Class {
+                fingerprint: fingerprint(7)
+            }
         );
+        // The record names no seed.
+        let recorded = serde_json::to_string(&given.policy).unwrap();
+        assert!(
+            !recorded.contains(":7") && !recorded.contains("\"seed\""),
+            "{recorded}"
+        );
+        assert_ne!(fingerprint(7), fingerprint(8));
+        // Without --seed, a class seed of its own for every run.
+        let (x, y) = (ClassSeed::of(None).unwrap(), ClassSeed::of(None).unwrap());
+        assert_eq!((&x.policy, &y.policy), (&Seeds::Fresh, &Seeds::Fresh));
+        assert_ne!(x.for_learner("ann", &a), y.for_learner("ann", &a));
     }
 }

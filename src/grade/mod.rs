@@ -113,6 +113,7 @@ impl GradeOptions {
         let limits = crate::sandbox::Limits {
             memory: args.memory_limit,
             build_cpu_secs: args.build_timeout + 60,
+            test_cpu_secs: 2 * args.timeout + 1,
             ..Default::default()
         };
         let sandbox = Sandbox::new(args.sandbox, limits).map_err(|missing| {
@@ -415,6 +416,8 @@ async fn build_and_run(
         grades_at_once: opts.grades_at_once,
         cases: std::sync::Arc::new(planned),
         lang: opts.lang.judge(),
+        kept_from_cpu: runner::kept_from_cpu,
+        machine: runner::MACHINE.clone(),
     };
     let chosen: Vec<String> = result
         .groups

@@ -15,6 +15,16 @@
 //! A process gets a slot (one per core). A test still running alone after [`SLOW`] hands its slot on: it is
 //! probably hung, and waiting for its timeout must not hold up the others. At most [`Runner::max_live`]
 //! test processes exist at once.
+//!
+//! **Judged again, alone.** A verdict that time decided (the grader's timeout, or the driver's hang watch)
+//! can be another process's doing: in a class, a classmate's tests spinning on every core. So a test
+//! judged by time whose process was kept from the CPU (its threads waited to run for a quarter of its
+//! time or more, and ran for half of it or less: see [`starved`]; a loop that hangs waits for nothing, a
+//! loop that spins runs) runs once more, alone: every test process of this grader, of every grade in a
+//! class, takes a share of [`MACHINE`] while it lives, and the retry takes all of it, so it starts once
+//! the processes running have ended and none starts beside it. Its verdict is the test's. A grade asks
+//! for [`MAX_AGAIN`] such retries at most, and none once a retry was judged by time again (the loop
+//! itself hangs or spins): the others wait for it one timeout or a few, never one per test.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -31,6 +41,79 @@ use crate::outcome::{Evidence, Outcome, TestResult};
 use crate::process::Captured;
 use crate::sandbox::Sandbox;
 use crate::track::test_command::TestCommand;
+
+/// The machine's test processes, shared: every test process holds a share while it lives; a test judged
+/// again alone holds it whole (see the module's documentation). Fair: once a retry waits, new processes
+/// wait behind it.
+#[derive(Debug)]
+pub struct Machine {
+    lock: tokio::sync::RwLock<()>,
+    /// How many tests wait to hold it whole.
+    waiting: tokio::sync::watch::Sender<usize>,
+}
+
+impl Default for Machine {
+    fn default() -> Self {
+        Machine {
+            lock: tokio::sync::RwLock::new(()),
+            waiting: tokio::sync::watch::Sender::new(0),
+        }
+    }
+}
+
+impl Machine {
+    /// A share, for one test process's life.
+    pub async fn share(&self) -> tokio::sync::RwLockReadGuard<'_, ()> {
+        self.lock.read().await
+    }
+
+    /// All of it: once every process holding a share has ended.
+    pub async fn whole(&self) -> tokio::sync::RwLockWriteGuard<'_, ()> {
+        self.waiting.send_modify(|n| *n += 1);
+        let whole = self.lock.write().await;
+        self.waiting.send_modify(|n| *n -= 1);
+        whole
+    }
+
+    /// How many tests wait to hold it whole, as it changes.
+    #[cfg(test)]
+    pub fn waiting(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.waiting.subscribe()
+    }
+}
+
+/// The one [`Machine`] of this grader process: every grade's runner, a class's included, shares it.
+pub static MACHINE: std::sync::LazyLock<Arc<Machine>> = std::sync::LazyLock::new(Arc::default);
+
+/// Whether a test process whose threads ran for `cpu` and waited to run for `waited`, over `wall`, was
+/// kept from the CPU by others: it waited for a quarter of its time or more, and ran for half of it or
+/// less.
+pub fn starved(cpu: Duration, waited: Duration, wall: Duration) -> bool {
+    waited >= wall / 4 && cpu <= wall / 2
+}
+
+/// The time every thread of process `pid` has run and waited to run (Linux's `schedstat`); `None`
+/// where the system does not say.
+pub fn scheduled(pid: u32) -> Option<(Duration, Duration)> {
+    let (mut cpu, mut waited) = (0u64, 0u64);
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let text = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+        cpu += fields.next()??;
+        waited += fields.next()??;
+    }
+    Some((Duration::from_nanos(cpu), Duration::from_nanos(waited)))
+}
+
+/// Whether the test process `pid`, alive for `wall`, was kept from the CPU: [`scheduled`], then
+/// [`starved`]. The runner asks this of a test judged by time.
+pub fn kept_from_cpu(pid: u32, wall: Duration) -> bool {
+    scheduled(pid).is_some_and(|(cpu, waited)| starved(cpu, waited, wall))
+}
+
+/// The most tests of one grade judged again alone (see the module's documentation): a loop that hangs
+/// or spins in every test costs the others one timeout or a few, never one per test.
+pub const MAX_AGAIN: usize = 4;
 
 /// After this long a running test gives its slot to the next one.
 pub const SLOW: Duration = Duration::from_millis(500);
@@ -99,6 +182,11 @@ pub struct Runner {
     pub cases: Arc<BTreeMap<String, Planned>>,
     /// The language of the judge's messages.
     pub lang: compare::Lang,
+    /// Whether a test process (its id, how long it has lived) was kept from the CPU:
+    /// [`kept_from_cpu`], unless a test says otherwise.
+    pub kept_from_cpu: fn(u32, Duration) -> bool,
+    /// What the test processes share with every other grade's: [`MACHINE`], unless a test says otherwise.
+    pub machine: Arc<Machine>,
 }
 
 impl Runner {
@@ -174,12 +262,27 @@ impl Runner {
                 let _live = live.acquire_owned().await.expect("semaphore open");
                 let slot = slots.acquire_owned().await.expect("semaphore open");
                 match job {
-                    Job::Batch(names) => runner.run_batch(names, slot).await,
+                    Job::Batch(names) => {
+                        let _share = runner.machine.share().await;
+                        runner.run_batch(names, slot).await
+                    }
                     Job::Alone(name) => {
-                        let result = runner.run_alone(name.clone(), slot).await;
+                        let share = runner.machine.share().await;
+                        let (result, kept) = runner.run_alone(name.clone(), slot).await;
+                        drop(share);
+                        match kept && judged_by_time(&result) {
+                            true => vec![Job::Kept(name, result)],
+                            false => vec![Job::Done(name, result)],
+                        }
+                    }
+                    Job::Again(name) => {
+                        let _whole = runner.machine.whole().await;
+                        let (result, _) = runner.run_alone(name.clone(), slot).await;
                         vec![Job::Done(name, result)]
                     }
-                    Job::Done(..) => unreachable!("only batches and single tests are spawned"),
+                    Job::Done(..) | Job::Kept(..) => {
+                        unreachable!("only batches and single tests are spawned")
+                    }
                 }
             });
         };
@@ -191,14 +294,27 @@ impl Runner {
             spawn(&mut set, job);
         }
         let mut results: HashMap<String, TestResult> = HashMap::new();
+        // Tests judged again, and whether one of them was judged by time again, alone: then the loop
+        // itself hangs or spins, and no other test of this grade waits for the machine to itself.
+        let mut again: HashSet<String> = HashSet::new();
+        let mut its_own_doing = false;
         while let Some(joined) = set.join_next().await {
             for job in joined.expect("a test task never panics") {
                 match job {
-                    Job::Done(name, result) => {
+                    Job::Kept(name, result) if its_own_doing || again.len() >= MAX_AGAIN => {
                         on_done(&result);
                         results.insert(name, result);
                     }
-                    again => spawn(&mut set, again),
+                    Job::Kept(name, _) => {
+                        again.insert(name.clone());
+                        spawn(&mut set, Job::Again(name));
+                    }
+                    Job::Done(name, result) => {
+                        its_own_doing |= again.contains(&name) && judged_by_time(&result);
+                        on_done(&result);
+                        results.insert(name, result);
+                    }
+                    more => spawn(&mut set, more),
                 }
             }
         }
@@ -293,7 +409,12 @@ impl Runner {
     /// Runs one test in a process of its own, with the full timeout. The process group is killed at the
     /// timeout, once the trace is finished, and in any case once the leader has exited (nothing a test
     /// started survives it). `slot` is released after [`SLOW`].
-    async fn run_alone(&self, name: String, slot: tokio::sync::OwnedSemaphorePermit) -> TestResult {
+    /// Also says whether the process was kept from the CPU, when time judged it (see [`Runner::kept_from_cpu`]).
+    async fn run_alone(
+        &self,
+        name: String,
+        slot: tokio::sync::OwnedSemaphorePermit,
+    ) -> (TestResult, bool) {
         let started = Instant::now();
         let result = |outcome, trace: Vec<Value>| TestResult {
             name: name.clone(),
@@ -305,7 +426,7 @@ impl Runner {
             Ok(process) => process,
             Err(e) => {
                 let output = format!("could not start the test: {e}");
-                return result(Outcome::Failed { output }, Vec::new());
+                return (result(Outcome::Failed { output }, Vec::new()), false);
             }
         };
         let mut slot = Some(slot);
@@ -317,10 +438,27 @@ impl Runner {
         let mut began = false;
         let mut finished = false;
         let mut channel_open = true;
+        // Whether the process was kept from the CPU, asked when time judges it (the driver's hang watch
+        // wrote `hang`, or the timeout came), while the process is still there to be asked: records are
+        // read before its end is looked at, and it is not reaped before.
+        let mut kept = None;
+        let pid = process.child.id();
+        let asked = |at: Instant| pid.is_some_and(|pid| (self.kept_from_cpu)(pid, at - started));
         let status = loop {
             tokio::select! {
+                // The deadline first (a flood of records never holds it off), the records before the
+                // process's end.
+                biased;
+                _ = &mut deadline => {
+                    kept = kept.or_else(|| Some(asked(Instant::now())));
+                    break None;
+                }
                 received = process.verdicts.next(), if channel_open => {
-                    match receive(&name, received, &mut trace, &mut began) {
+                    let done = receive(&name, received, &mut trace, &mut began);
+                    if kept.is_none() && trace.steps.last().is_some_and(|s| s["kind"] == "hang") {
+                        kept = Some(asked(Instant::now()));
+                    }
+                    match done {
                         Some(true) => { finished = true; break None; }
                         Some(false) => channel_open = false,
                         None if trace.full => { finished = true; break None; }
@@ -328,10 +466,10 @@ impl Runner {
                     }
                 }
                 status = process.child.wait() => break status.ok(),
-                _ = &mut deadline => break None,
                 _ = &mut slow, if slot.is_some() => slot = None,
             }
         };
+        let kept = kept.unwrap_or(false);
         process.group.kill();
         if status.is_none() {
             // Reap the killed leader.
@@ -352,7 +490,7 @@ impl Runner {
         if finished {
             process.stdout.abort();
             process.stderr.abort();
-            return result(self.judge(&name, &trace.steps), trace.steps);
+            return (result(self.judge(&name, &trace.steps), trace.steps), kept);
         }
         let (stdout, stderr) = drain(process.stdout, process.stderr).await;
         let printed = format!("{}{}", stdout.text(), stderr.text());
@@ -375,8 +513,19 @@ impl Runner {
                 )
             }
         };
-        result(outcome, steps)
+        (result(outcome, steps), kept)
     }
+}
+
+/// Whether time decided `result`: the grader's timeout, or the driver's hang watch (a trace that ends
+/// with `hang`).
+fn judged_by_time(result: &TestResult) -> bool {
+    let hang = result
+        .evidence
+        .as_ref()
+        .and_then(|e| e.trace.last())
+        .is_some_and(|step| step["kind"] == "hang");
+    matches!(result.outcome, Outcome::TimedOut { .. }) || hang
 }
 
 /// Follows one record of `name`'s process: `Some(true)` once its trace is finished, `Some(false)` once
@@ -412,6 +561,10 @@ enum Job {
     Batch(Vec<String>),
     /// One test in its own process.
     Alone(String),
+    /// A test judged by time while kept from the CPU, and that verdict.
+    Kept(String, TestResult),
+    /// Such a test, again, in its own process, with no other test process of this grader beside it.
+    Again(String),
     /// A test's result.
     Done(String, TestResult),
 }
@@ -503,6 +656,37 @@ fn main() {
             "g::floods" => { for _ in 0..100_000 { send("step", name, instance) } send("finished", name, "null") }
             // The right step, then the test started again: only what follows counts.
             "g::restarts" => { send("step", name, instance); send("started", name, "null"); send("finished", name, "null") }
+            // Judged by the driver's hang watch the first time, passes when judged again; both
+            // write to a log in GATE_DIR (the sandbox is off for the tests that use them).
+            "g::first_hangs" => {
+                let gates = std::path::PathBuf::from(std::env::var("GATE_DIR").unwrap());
+                if std::fs::create_dir(gates.join("ran")).is_ok() {
+                    // Once `held` runs (it opens the FIFO GATE_DIR/go).
+                    std::fs::read(gates.join("go")).unwrap();
+                    send("step", name, "{\"kind\":\"hang\"}");
+                } else {
+                    log(&gates, "again-started");
+                    send("step", name, instance);
+                }
+                send("finished", name, "null")
+            }
+            // Judged by the driver's hang watch every time.
+            n if n.starts_with("g::always_hangs") => {
+                let gates = std::path::PathBuf::from(std::env::var("GATE_DIR").unwrap());
+                log(&gates, "ran");
+                send("step", name, "{\"kind\":\"hang\"}");
+                send("finished", name, "null")
+            }
+            // Runs until the test opens and closes the FIFO GATE_DIR/release.
+            "g::held" => {
+                let gates = std::path::PathBuf::from(std::env::var("GATE_DIR").unwrap());
+                log(&gates, "held-started");
+                std::fs::write(gates.join("go"), "").unwrap();
+                std::fs::read(gates.join("release")).unwrap();
+                log(&gates, "held-ended");
+                send("step", name, instance);
+                send("finished", name, "null")
+            }
             "g::giant" => {
                 let big = format!("{{\"kind\":[{}0]}}", "0,".repeat(1 << 20));
                 send("step", name, &big);
@@ -511,6 +695,11 @@ fn main() {
             _ => {}
         }
     }
+}
+
+fn log(gates: &std::path::Path, line: &str) {
+    let mut file = std::fs::OpenOptions::new().append(true).create(true).open(gates.join("log")).unwrap();
+    writeln!(file, "{line}").unwrap();
 }
 "#,
         )
@@ -562,6 +751,8 @@ fn main() {
             grades_at_once: 1,
             cases: Arc::new(cases),
             lang: compare::Lang::En,
+            kept_from_cpu,
+            machine: Arc::default(),
         };
         let results = rt.block_on(runner.run(&[names], &|_| {}));
         let by_name = |n: &str| {
@@ -631,6 +822,144 @@ fn main() {
         assert_eq!(results.len(), 2, "{results:?}");
         assert_eq!(results[0].outcome, Outcome::Passed);
         assert!(matches!(&results[1].outcome, Outcome::Diverged { .. }));
+    }
+
+    /// A runner of the fake suite, whose tests expect their own name as their one step.
+    fn fake_runner(exe: &std::path::Path, names: &[&str], gates: &std::path::Path) -> Runner {
+        let cases = names
+            .iter()
+            .map(|n| {
+                let step = json!({ "kind": n });
+                let expected = json!({ "alternatives": [{ "steps": [{ "after": [], "match": step, "rule": "r" }] }] });
+                (n.to_string(), Planned { instance: step.to_string(), expected })
+            })
+            .collect();
+        Runner {
+            command: TestCommand::executable(exe.to_path_buf()),
+            // Never reached: every test here ends when the test lets it.
+            timeout: Duration::from_secs(60),
+            jobs: 2,
+            sandbox: Sandbox::new(Mode::Off, Limits::default()).unwrap(),
+            key: super::super::channel::new_key().unwrap(),
+            envs: vec![("GATE_DIR".into(), gates.display().to_string())],
+            grades_at_once: 1,
+            cases: Arc::new(cases),
+            lang: compare::Lang::En,
+            kept_from_cpu: |_, _| true,
+            machine: Arc::default(),
+        }
+    }
+
+    #[test]
+    fn a_test_judged_by_time_while_kept_from_the_cpu_is_judged_again_alone() {
+        let (dir, exe) = fake_suite();
+        let gates = dir.path().join("gates");
+        std::fs::create_dir(&gates).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .args([gates.join("release"), gates.join("go")])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let runner = fake_runner(&exe, &["g::first_hangs", "g::held"], &gates);
+        let machine = runner.machine.clone();
+        let grading = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let batches = [vec!["g::first_hangs".into()], vec!["g::held".into()]];
+            rt.block_on(runner.run(&batches, &|_| {}))
+        });
+        // Gate 1: `held` runs, then the other test's hang is judged, and that test waits to run again
+        // with the machine to itself while `held` still runs.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut waiting = machine.waiting();
+            waiting.wait_for(|n| *n == 1).await.unwrap();
+        });
+        let log = || std::fs::read_to_string(gates.join("log")).unwrap_or_default();
+        assert_eq!(
+            log(),
+            "held-started\n",
+            "nothing runs beside the test judged again"
+        );
+        // Gate 2: `held` may end; only then does the test run again, alone.
+        std::fs::write(gates.join("release"), "").unwrap();
+        let results = grading.join().unwrap();
+        assert_eq!(log(), "held-started\nheld-ended\nagain-started\n");
+        for result in &results {
+            assert_eq!(result.outcome, Outcome::Passed, "{result:?}");
+        }
+
+        // A test judged by time whose process ran as it pleased keeps its verdict.
+        let gates = dir.path().join("gates-2");
+        std::fs::create_dir(&gates).unwrap();
+        // No other test to wait for: `go` is an empty file.
+        std::fs::write(gates.join("go"), "").unwrap();
+        let mut runner = fake_runner(&exe, &["g::first_hangs"], &gates);
+        runner.kept_from_cpu = |_, _| false;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let results = rt.block_on(runner.run(&[vec!["g::first_hangs".into()]], &|_| {}));
+        assert!(
+            matches!(&results[0].outcome, Outcome::Diverged { message } if message.contains("hang")),
+            "{results:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(gates.join("log")).unwrap_or_default(),
+            ""
+        );
+    }
+
+    #[test]
+    fn a_loop_that_hangs_in_every_test_is_judged_again_a_few_times_at_most() {
+        let (dir, exe) = fake_suite();
+        let gates = dir.path().join("gates");
+        std::fs::create_dir(&gates).unwrap();
+        let names: Vec<String> = (0..12).map(|i| format!("g::always_hangs_{i}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let runner = fake_runner(&exe, &refs, &gates);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let alone: Vec<Vec<String>> = names.iter().map(|n| vec![n.clone()]).collect();
+        let results = rt.block_on(runner.run(&alone, &|_| {}));
+        assert_eq!(results.len(), names.len());
+        for result in &results {
+            assert!(
+                matches!(&result.outcome, Outcome::Diverged { message } if message.contains("hang")),
+                "{result:?}"
+            );
+        }
+        let runs = std::fs::read_to_string(gates.join("log"))
+            .unwrap()
+            .lines()
+            .count();
+        assert!(
+            (names.len() + 1..=names.len() + MAX_AGAIN).contains(&runs),
+            "{runs} runs of {} tests",
+            names.len()
+        );
+    }
+
+    #[test]
+    fn kept_from_the_cpu_means_waiting_to_run_not_hanging_or_spinning() {
+        let s = Duration::from_secs;
+        let ms = Duration::from_millis;
+        // A correct test beside a classmate's spinning threads: it barely ran, and waited.
+        assert!(starved(ms(30), s(3), s(5)));
+        // A loop that awaits forever: no waiting to run. A loop that spins: it ran.
+        assert!(!starved(ms(5), ms(20), s(5)));
+        assert!(!starved(s(5), s(1), s(5)));
+        assert!(!starved(s(9), s(40), s(5)));
+        // This very process: it is running, not kept from the CPU.
+        let (cpu, _) = scheduled(std::process::id()).expect("Linux says");
+        assert!(cpu > Duration::ZERO);
     }
 
     #[test]

@@ -49,7 +49,11 @@ impl Submission {
             .chapter
             .editable
             .iter()
-            .map(|path| (path.clone(), read_editable(dir, path)))
+            .map(|path| {
+                let read = read_editable(dir, path)
+                    .and_then(|bytes| nested_within_bounds(&practice, &shown[path], path, bytes));
+                (path.clone(), read)
+            })
             .collect();
         // A class grades a submitted file in a practice directory made for it: the file is the learner.
         let submitted = practice
@@ -123,6 +127,29 @@ fn read_editable(practice_dir: &Path, rel: &str) -> Result<Vec<u8>, Problem> {
             what: path,
             error: e.to_string(),
         }),
+    }
+}
+
+/// `bytes` of the editable file `rel`, unless the track parses it and it nests deeper than the parse is
+/// allowed to go: then bad input naming the line (`shown` names the file as the learner knows it). A
+/// Rust file is parsed by the grader itself (the refusal check), so its depth is bounded before any grade.
+fn nested_within_bounds(
+    practice: &Practice,
+    shown: &str,
+    rel: &str,
+    bytes: Vec<u8>,
+) -> Result<Vec<u8>, Problem> {
+    if practice.chapter.track != crate::catalog::Track::Rust || !rel.ends_with(".rs") {
+        return Ok(bytes);
+    }
+    let deep = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(crate::track::rust::refuse::too_deep);
+    match deep {
+        Some(deep) => Err(Problem::Unreadable(crate::track::rust::too_deep(
+            shown, deep,
+        ))),
+        None => Ok(bytes),
     }
 }
 

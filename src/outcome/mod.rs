@@ -565,6 +565,14 @@ pub enum Unreadable {
     Link {
         path: String,
     },
+    /// Nested deeper than the grader parses (brackets, or a run of operators or types): its line, how
+    /// deep, and the bound (see `track::rust::refuse`).
+    TooDeep {
+        path: String,
+        line: usize,
+        depth: usize,
+        max: usize,
+    },
 }
 
 impl Unreadable {
@@ -583,6 +591,27 @@ impl Unreadable {
                 ],
             ),
             Unreadable::Link { path } => lang.t("grade-editable-link", &[("path", path)]),
+            Unreadable::TooDeep {
+                path,
+                line,
+                depth,
+                max,
+            } => {
+                let depth = if *depth == usize::MAX {
+                    "?".to_string()
+                } else {
+                    depth.to_string()
+                };
+                lang.t(
+                    "grade-editable-too-deep",
+                    &[
+                        ("path", path),
+                        ("line", line),
+                        ("depth", &depth),
+                        ("max", max),
+                    ],
+                )
+            }
         }
     }
 }

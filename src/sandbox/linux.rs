@@ -140,6 +140,7 @@ pub fn confine_test(
     let rlimits = [
         (Resource::Data, limits.memory),
         (Resource::Fsize, limits.file_size),
+        (Resource::Cpu, limits.test_cpu_secs),
         (Resource::Core, 0),
     ];
     confine(cmd, rlimits, confinement);

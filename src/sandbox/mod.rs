@@ -63,6 +63,10 @@ pub struct Limits {
     /// CPU seconds any one build process (cargo, rustc, the linker) may use: a bound that holds even if
     /// the grader itself is killed and cannot stop the build.
     pub build_cpu_secs: u64,
+    /// CPU seconds any one test process may use, all its threads together (`RLIMIT_CPU`): a test takes
+    /// milliseconds, and a process that spins threads on every core is ended once it has used what two
+    /// timeouts of one core give, rather than taking the machine from the classmates graded beside it.
+    pub test_cpu_secs: u64,
 }
 
 impl Default for Limits {
@@ -71,6 +75,7 @@ impl Default for Limits {
             memory: 1 << 30,
             file_size: 16 << 20,
             build_cpu_secs: 300,
+            test_cpu_secs: 11,
         }
     }
 }
@@ -197,6 +202,7 @@ impl Sandbox {
                 &[
                     (libc::RLIMIT_DATA, self.limits.memory),
                     (libc::RLIMIT_FSIZE, self.limits.file_size),
+                    (libc::RLIMIT_CPU, self.limits.test_cpu_secs),
                     (libc::RLIMIT_CORE, 0),
                 ],
             );

@@ -10,7 +10,7 @@ use std::path::Path;
 use super::{Adapter, BuildRequest, Editable, Shown, Step, TestCommand};
 use crate::cache::{self, BuildDir};
 use crate::i18n::Lang;
-use crate::outcome::Problem;
+use crate::outcome::{Problem, Unreadable};
 
 pub struct Rust;
 
@@ -20,14 +20,19 @@ impl Adapter for Rust {
     }
 
     fn refused(&self, editable: &Editable, shown: Shown, lang: Lang) -> Option<Problem> {
-        let refused: Vec<(&String, Vec<refuse::Refused>)> = editable
-            .iter()
-            .filter(|(path, _)| path.ends_with(".rs"))
-            .filter_map(|(path, bytes)| {
-                let found = refuse::check(std::str::from_utf8(bytes).ok()?);
-                (!found.is_empty()).then_some((path, found))
-            })
-            .collect();
+        let mut refused: Vec<(&String, Vec<refuse::Refused>)> = Vec::new();
+        for (path, bytes) in editable.iter().filter(|(path, _)| path.ends_with(".rs")) {
+            let Ok(source) = std::str::from_utf8(bytes) else {
+                continue;
+            };
+            match refuse::check(source) {
+                Ok(found) if found.is_empty() => {}
+                Ok(found) => refused.push((path, found)),
+                // Read before the grade as bad input ([`crate::grade::Submission`]); here too, so that
+                // nothing nested past the bounds is ever parsed.
+                Err(deep) => return Some(Problem::Unreadable(too_deep(&shown(path), deep))),
+            }
+        }
         if refused.is_empty() {
             return None;
         }
@@ -66,5 +71,15 @@ impl Adapter for Rust {
 
     fn manifest(&self) -> &'static str {
         "Cargo.toml"
+    }
+}
+
+/// A file nested past the bounds of [`refuse`], as bad input naming `path` as the learner knows it.
+pub fn too_deep(path: &str, deep: refuse::TooDeep) -> Unreadable {
+    Unreadable::TooDeep {
+        path: path.to_string(),
+        line: deep.line,
+        depth: deep.depth,
+        max: deep.max,
     }
 }
