@@ -82,7 +82,10 @@ pub struct Behavior<T> {
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Outcome<T> {
     Ok(T),
-    Error { message: String, debug: String },
+    Error {
+        message: String,
+        debug: String,
+    },
     Panic(String),
     ThrowValue(String),
     /// A panic whose payload is no text: the JSON value itself (a number, null, an object, ...).
