@@ -1083,12 +1083,22 @@ fn answer_lines(file: &Value, only: &[&str]) -> String {
         if !only.iter().any(|prefix| name.starts_with(prefix)) {
             continue;
         }
-        let mut bound = std::collections::HashMap::new();
-        let steps = test["expected"]["alternatives"][0]["steps"]
-            .as_array()
-            .unwrap();
-        for step in steps.iter().filter_map(|s| fill(&s["match"], &mut bound)) {
-            lines.push_str(&format!("{name}\t{step}\n"));
+        // A test of several instances: each one's steps after its mark, as the harness writes them.
+        let expected = &test["expected"];
+        let runs: Vec<(Option<usize>, &Value)> = match expected["runs"].as_array() {
+            Some(runs) => runs.iter().enumerate().map(|(i, r)| (Some(i), r)).collect(),
+            None => vec![(None, expected)],
+        };
+        for (index, run) in runs {
+            if let Some(index) = index {
+                let mark = serde_json::json!({"kind": "instance", "index": index});
+                lines.push_str(&format!("{name}\t{mark}\n"));
+            }
+            let mut bound = std::collections::HashMap::new();
+            let steps = run["alternatives"][0]["steps"].as_array().unwrap();
+            for step in steps.iter().filter_map(|s| fill(&s["match"], &mut bound)) {
+                lines.push_str(&format!("{name}\t{step}\n"));
+            }
         }
     }
     lines
@@ -1138,6 +1148,23 @@ fn fixed(dir: &Path) -> Value {
 
 /// Every test of chapter 07 (the prefix of every test name).
 const ALL: &[&str] = &[""];
+
+/// The most answers a forger can carry: its file must stay under the grader's 1 MiB limit.
+const CARRIED_BYTES: usize = 900 << 10;
+
+/// The answers of `file` for as many of its tests, in order, as a forger's file can carry.
+fn answers_that_fit(file: &Value) -> String {
+    let mut carried = String::new();
+    for test in file["tests"].as_array().unwrap() {
+        let one = serde_json::json!({ "tests": [test] });
+        let lines = answer_lines(&one, ALL);
+        if carried.len() + lines.len() > CARRIED_BYTES {
+            break;
+        }
+        carried.push_str(&lines);
+    }
+    carried
+}
 
 /// The forger's side: `answers` as Rust (the lines of [`answer_lines`]) and the records it makes of them.
 fn carried(answers: &str) -> String {
@@ -1285,8 +1312,16 @@ fn prompts_of(file: &Value) -> std::collections::BTreeMap<String, String> {
                 Some(group) => format!("{}::{name}", group.replace('-', "_")),
                 None => name.to_string(),
             };
-            let first = &t["expected"]["alternatives"][0]["steps"][0]["match"];
-            let prompt = match t["instance"]["system_prompt"].as_str() {
+            // A test of several instances: its first one's.
+            let (instance, expected) = match t["instance"]["runs"].as_array() {
+                Some(runs) => (&runs[0], &t["expected"]["runs"][0]),
+                None => match t["expected"]["runs"].as_array() {
+                    Some(runs) => (&t["instance"], &runs[0]),
+                    None => (&t["instance"], &t["expected"]),
+                },
+            };
+            let first = &expected["alternatives"][0]["steps"][0]["match"];
+            let prompt = match instance["system_prompt"].as_str() {
                 Some(prompt) => prompt,
                 None => first["system_prompt"].as_str().unwrap_or_default(),
             };
@@ -1309,7 +1344,12 @@ fn traces_opening_with(dir: &Path, prompts: &std::collections::BTreeMap<String, 
     tests
         .iter()
         .filter(|t| {
-            let first = &t["trace"][0];
+            // The first step past any instance mark.
+            let steps = t["trace"].as_array().map(Vec::as_slice).unwrap_or_default();
+            let first = steps
+                .iter()
+                .find(|s| s["kind"] != "instance")
+                .unwrap_or(&Value::Null);
             let name = t["name"].as_str().unwrap();
             first["kind"] == "request"
                 && prompts
@@ -1332,7 +1372,7 @@ fn a_soundness_hole_forgery_with_the_practice_answers_earns_nothing_on_fresh_ins
     let (_tmp, dir) = practice();
     let fixed = fixed(&dir);
     let prompts = prompts_of(&fixed);
-    write_loop(&dir, &soundness_hole_forger(&answer_lines(&fixed, ALL)));
+    write_loop(&dir, &soundness_hole_forger(&answers_that_fit(&fixed)));
     let (code, report) = grade_json(&dir, &["--lang", "en"]);
     if !sandboxed(&report) {
         return;
@@ -1351,7 +1391,7 @@ fn a_soundness_hole_forgery_with_the_practice_answers_earns_nothing_on_fresh_ins
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|t| t["instance"]["caller"][0]["content"][0]["text"].as_str())
+        .filter_map(|t| t["instance"]["runs"][0]["caller"][0]["content"][0]["text"].as_str())
         .collect();
     assert!(
         report_tests(&report).iter().any(|(_, t)| {
@@ -1622,6 +1662,8 @@ fn assert_saw_instances_only(dir: &Path, report: &Value) {
         let (ordered, instance) = line.split_once('\t').unwrap();
         assert_eq!(ordered, name);
         let instance: Value = serde_json::from_str(instance).unwrap();
+        // A test of several instances: its first one is enough to tell.
+        let instance = instance["runs"].get(0).cloned().unwrap_or(instance);
         // A fresh instance, and nothing of an answer.
         assert!(instance["turns"].is_array(), "{instance:#}");
         assert_ne!(
@@ -1697,7 +1739,7 @@ fn an_earlier_grades_answers_replayed_earn_nothing_on_a_fresh_grade() {
     let count = last["tests"].as_array().unwrap().len();
     assert_eq!(count, report_tests(&report).len(), "{report:#}");
     let prompts = prompts_of(&last);
-    write_loop(&dir, &soundness_hole_forger(&answer_lines(&last, ALL)));
+    write_loop(&dir, &soundness_hole_forger(&answers_that_fit(&last)));
     let (code, fresh) = grade_json(&dir, &["--group", "7.1", "--lang", "en"]);
     assert_ran(&fresh);
     assert!(
@@ -2369,7 +2411,7 @@ fn harvest(dir: &Path, seed: u64) -> Option<(String, std::collections::BTreeMap<
         report_tests(&report).len()
     );
     Some((
-        soundness_hole_forger(&answer_lines(&last, ALL)),
+        soundness_hole_forger(&answers_that_fit(&last)),
         prompts_of(&last),
     ))
 }

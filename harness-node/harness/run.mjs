@@ -58,6 +58,10 @@ for (const line of orders.slice(2)) {
   wanted.push({ name: test.name, ...runsOf(test.instance) });
 }
 
+// The steps that end a trace as no correct loop's ends, and the most steps of a test the grader reads.
+const ENDINGS = ['{"kind":"hang"', '{"kind":"panic"', '{"kind":"overflow"'];
+const MAX_STEPS = 4000;
+
 /** The instances of one test: each of `{"runs": [...]}` as JSON text (marked), or the instance itself. */
 function runsOf(instance) {
   let value;
@@ -243,19 +247,22 @@ for (const { name, runs, marked } of wanted) {
     record("finished", name);
     continue;
   }
+  let steps = 0;
+  let ended = false;
   for (let index = 0; index < runs.length; index++) {
     if (marked) {
       record("step", name, '{"kind":"instance","index":' + stringify(index) + "}");
     }
     // The driver's JSON of one step (one line, written by the kit's own captured JSON.stringify), taken
     // only while this instance runs: a step that comes later would land in the next one's trace.
-    // Once an instance hangs (the driver's `hang` step), the test's later instances are not run: that
-    // one already fails the test, and a hung loop's work would only pile up.
+    // Once an instance's trace ended as no correct loop's does (the driver's hang, panic or overflow
+    // step), or the test's steps reach the grader's bound, its later instances are not run: the test is
+    // decided, and a hung or flooding loop's work would only pile up.
     let open = true;
-    let hung = false;
     const onStep = (json) => {
       if (open && typeof json === "string" && json.indexOf("\n") === -1) {
-        if (json.startsWith('{"kind":"hang"')) hung = true;
+        steps += 1;
+        if (ENDINGS.some((end) => json.startsWith(end)) || steps >= MAX_STEPS) ended = true;
         record("step", name, json);
       }
     };
@@ -268,7 +275,7 @@ for (const { name, runs, marked } of wanted) {
       break;
     }
     open = false;
-    if (hung) break;
+    if (ended) break;
   }
   record("finished", name);
 }

@@ -872,6 +872,16 @@ fn test_lab(expected: &Value) -> Option<(&str, &Value)> {
     Some((test.get("lab")?.as_str()?, test.get("group")?))
 }
 
+/// A mismatch's own words in Chinese: "(no such item)", "(no such field)", "(missing)".
+fn zh_word(text: &str) -> String {
+    match text {
+        "(no such item)" => "（没有这一项）".to_string(),
+        "(no such field)" => "（没有这个字段）".to_string(),
+        "(missing)" => "（缺少）".to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// The divergence explained: where the run left the chapter's rules, what was expected there, what
 /// happened, which rule that is and whose Lab, and the run so far. `d` is what [`compare`] found for the
 /// same `expected` and `trace`; for a test of several instances the message first names the instance.
@@ -921,6 +931,12 @@ fn message_one(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) ->
     };
     let mut lines = Vec::new();
     let reached = d.actual.as_ref().and_then(lab_reached);
+    // A run that stopped doing anything gets one plain sentence, the same on every test it hangs in:
+    // no rule, and nothing of the driver's own words.
+    let hung = d
+        .actual
+        .as_ref()
+        .is_some_and(|s| matches!(text_of(s, "kind"), "hang" | "timeout"));
     if let Some(reached) = &reached {
         let reached_zh =
             format!("第 {step_no} 步到达了 Lab {reached} 还没写完的部分（todo!() / 未实现）");
@@ -952,6 +968,12 @@ fn message_one(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) ->
             "  {}",
             text_of(d.actual.as_ref().unwrap_or(&Value::Null), "message")
         ));
+    } else if hung {
+        lines.push(pick(
+            lang,
+            format!("第 {step_no} 步：你的循环没有返回，之后也再没有任何动作（是死循环，还是在 await 期间一直持有着锁？）"),
+            format!("step {step_no}: your loop did not return, and did nothing more (an endless loop, or a lock held across an await?)"),
+        ));
     } else {
         lines.push(pick(
             lang,
@@ -970,19 +992,26 @@ fn message_one(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) ->
         format!("  应为：{wanted}"),
         format!("  expected: {wanted}"),
     ));
-    lines.push(pick(
-        lang,
-        format!("  实际：{happened}"),
-        format!("  happened: {happened}"),
-    ));
-    if let Some(m) = &d.detail {
+    if !hung {
         lines.push(pick(
             lang,
-            format!("  在 {}：应为 {}，实际 {}", m.path, m.expected, m.actual),
+            format!("  实际：{happened}"),
+            format!("  happened: {happened}"),
+        ));
+    }
+    if let Some(m) = d.detail.as_ref().filter(|_| !hung) {
+        lines.push(pick(
+            lang,
+            format!(
+                "  在 {}：应为 {}，实际 {}",
+                m.path,
+                zh_word(&m.expected),
+                zh_word(&m.actual)
+            ),
             format!("  at {}: expected {}, got {}", m.path, m.expected, m.actual),
         ));
     }
-    if reached.is_none() && !rule_text("en").is_empty() {
+    if reached.is_none() && !hung && !rule_text("en").is_empty() {
         lines.push(pick(
             lang,
             format!("  规则：{}", rule_text("zh")),
@@ -1235,7 +1264,15 @@ mod tests {
             "{text}"
         );
         let zh = judge(&g, &[json!({"kind": "hang"})], Lang::Zh).unwrap();
-        assert!(zh.contains("规则：规则"), "{zh}");
-        assert!(!zh.contains("expected"), "{zh}");
+        assert!(zh.contains("你的循环没有返回"), "{zh}");
+        assert!(!zh.contains("规则：") && !zh.contains("expected"), "{zh}");
+        let en = judge(&g, &[json!({"kind": "timeout"})], Lang::En).unwrap();
+        assert!(en.contains("your loop did not return"), "{en}");
+        let g = graph(vec![step(&[], json!({"k": [1]}))]);
+        let zh = judge(&g, &[json!({"k": [1, 2]})], Lang::Zh).unwrap();
+        assert!(
+            zh.contains("（没有这一项）") && !zh.contains("no such"),
+            "{zh}"
+        );
     }
 }

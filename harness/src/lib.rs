@@ -25,7 +25,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -70,6 +70,9 @@ pub fn hand_tests(expected_json: &str) -> Result<Vec<Test>, String> {
         })
         .collect()
 }
+
+/// The most steps of one test the grader reads (its `MAX_STEPS`): past it, no more instances run.
+pub const MAX_STEPS: usize = 4_000;
 
 /// Runs the tests as the command line (or the grader) asks; the test target's `main` returns this.
 /// `expected_json` is only read by hand: graded, the tests and their instances come with the orders.
@@ -362,9 +365,10 @@ fn runs_of(instance: &str) -> Option<Vec<String>> {
 /// Runs the driver on one test's instance, or on each of its instances in turn, on a thread named after
 /// the test. Before each of several instances the sink gets an instance mark (`judge::INSTANCE`), and a
 /// step that an instance's code sends after its driver returned is dropped, so that it never lands in
-/// the next instance's steps. Once an instance hangs (its driver's `hang` step), the test's later
-/// instances are not run: that one already fails the test, and a hung loop's threads would only pile
-/// up. `Err`: the driver itself failed.
+/// the next instance's steps. Once an instance's trace ended in a way no correct loop's does (its
+/// driver's `hang`, `panic` or `overflow` step), or the test's steps reach [`MAX_STEPS`], the test's
+/// later instances are not run: the test is decided already (the grader reads no step past that bound),
+/// and a hung or flooding loop's work would only pile up. `Err`: the driver itself failed.
 fn run_one(name: &str, driver: Driver, instance: &str, sink: Sink) -> Result<(), String> {
     let runs = runs_of(instance);
     let instance = instance.to_string();
@@ -374,15 +378,20 @@ fn run_one(name: &str, driver: Driver, instance: &str, sink: Sink) -> Result<(),
             return drive_one(driver, &instance, sink);
         };
         let shared = Arc::new(Mutex::new(sink));
+        let ended = Arc::new(AtomicBool::new(false));
+        let steps = Arc::new(AtomicUsize::new(0));
         for (index, run) in runs.iter().enumerate() {
             (lock(&shared))(serde_json::json!({ "kind": judge::INSTANCE, "index": index }));
             let open = Arc::new(AtomicBool::new(true));
-            let hung = Arc::new(AtomicBool::new(false));
-            let (to, gate, hang) = (Arc::clone(&shared), Arc::clone(&open), Arc::clone(&hung));
+            let (to, gate, over) = (Arc::clone(&shared), Arc::clone(&open), Arc::clone(&ended));
+            let counted = Arc::clone(&steps);
             let sink: Sink = Box::new(move |step| {
                 if gate.load(Ordering::SeqCst) {
-                    if step.get("kind").and_then(Value::as_str) == Some("hang") {
-                        hang.store(true, Ordering::SeqCst);
+                    let kind = step.get("kind").and_then(Value::as_str);
+                    if matches!(kind, Some("hang" | "panic" | "overflow"))
+                        || counted.fetch_add(1, Ordering::SeqCst) + 1 >= MAX_STEPS
+                    {
+                        over.store(true, Ordering::SeqCst);
                     }
                     (lock(&to))(step)
                 }
@@ -390,7 +399,7 @@ fn run_one(name: &str, driver: Driver, instance: &str, sink: Sink) -> Result<(),
             let driven = drive_one(driver, run, sink);
             open.store(false, Ordering::SeqCst);
             driven?;
-            if hung.load(Ordering::SeqCst) {
+            if ended.load(Ordering::SeqCst) {
                 break;
             }
         }
@@ -481,6 +490,62 @@ mod tests {
         );
         assert_eq!(split_order("no tab"), None);
         assert_eq!(split_order("\t{}"), None);
+    }
+
+    /// A driver that sends the steps its instance lists.
+    fn replay(instance: &str, mut sink: super::Sink) {
+        let value: serde_json::Value = serde_json::from_str(instance).unwrap();
+        for step in value["steps"].as_array().cloned().unwrap_or_default() {
+            sink(step);
+        }
+    }
+
+    fn run(instance: serde_json::Value) -> Vec<serde_json::Value> {
+        let kept = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let into = std::sync::Arc::clone(&kept);
+        let sink: super::Sink = Box::new(move |step| into.lock().unwrap().push(step));
+        super::run_one("t", replay, &instance.to_string(), sink).unwrap();
+        let steps = kept.lock().unwrap().clone();
+        steps
+    }
+
+    #[test]
+    fn each_instance_of_a_test_runs_after_its_mark_until_one_ends_as_no_correct_loop_does() {
+        let one = json!({"steps": [{"kind": "a"}]});
+        assert_eq!(
+            run(one.clone()),
+            [json!({"kind": "a"})],
+            "one instance: no mark"
+        );
+        let runs = json!({"runs": [one, {"steps": [{"kind": "b"}]}]});
+        assert_eq!(
+            run(runs),
+            [
+                json!({"kind": "instance", "index": 0}),
+                json!({"kind": "a"}),
+                json!({"kind": "instance", "index": 1}),
+                json!({"kind": "b"}),
+            ]
+        );
+        for end in ["panic", "hang", "overflow"] {
+            let runs = json!({"runs": [{"steps": [{"kind": end}]}, {"steps": [{"kind": "b"}]}]});
+            assert_eq!(
+                run(runs),
+                [
+                    json!({"kind": "instance", "index": 0}),
+                    json!({"kind": end})
+                ],
+                "{end} ends the test's instances"
+            );
+        }
+        let flood: Vec<serde_json::Value> =
+            (0..super::MAX_STEPS).map(|i| json!({"n": i})).collect();
+        let runs = json!({"runs": [{"steps": flood}, {"steps": [{"kind": "b"}]}]});
+        assert_eq!(
+            run(runs).len(),
+            super::MAX_STEPS + 1,
+            "the bound ends them too"
+        );
     }
 
     #[test]

@@ -113,7 +113,7 @@ pub fn kept_from_cpu(pid: u32, wall: Duration) -> bool {
 
 /// The most tests of one grade judged again alone (see the module's documentation): a loop that hangs
 /// or spins in every test costs the others one timeout or a few, never one per test.
-pub const MAX_AGAIN: usize = 4;
+pub const MAX_AGAIN: usize = 16;
 
 /// After this long a running test gives its slot to the next one.
 pub const SLOW: Duration = Duration::from_millis(500);
@@ -123,6 +123,7 @@ pub const MAX_LIVE: usize = 32;
 /// could hold it forever).
 const DRAIN: Duration = Duration::from_secs(2);
 /// The most steps one test's trace may hold; a loop that runs on past it gets an `overflow` step.
+/// (The harnesses stop running a test's instances at the same bound: `harness/src/lib.rs`, `run.mjs`.)
 pub const MAX_STEPS: usize = 4_000;
 /// The most bytes of steps one test's trace may hold.
 pub const MAX_TRACE_BYTES: usize = 4 << 20;

@@ -645,6 +645,14 @@ function testLab(expected: Value): { own: string; group: Value } | undefined {
 // 到那里为止的运行。
 // The divergence explained: where the run left the chapter's rules, what was expected there, what
 // happened, which rule that is and whose Lab, and the run so far.
+// 差异自己的话的中文：(no such item)、(no such field)、(missing)。/ A mismatch's own words in Chinese.
+function zhWord(text: string): string {
+  if (text === "(no such item)") return "（没有这一项）";
+  if (text === "(no such field)") return "（没有这个字段）";
+  if (text === "(missing)") return "（缺少）";
+  return text;
+}
+
 // d 是 compare 对同一 expected 和 trace 找到的；多个实例时，信息先说出是哪一个。
 // `d` is what compare found for the same expected and trace; for several instances the message names it.
 export function message(expected: Value, trace: readonly Value[], d: Divergence, lang: Lang): string {
@@ -673,6 +681,10 @@ function messageOne(expected: Value, trace: readonly Value[], d: Divergence, lan
   const happened = d.actual !== undefined ? label(d.actual) : pick(lang, "（记录到此结束）", "(the trace ends here)");
   const out: string[] = [];
   const reached = d.actual !== undefined ? labReached(d.actual) : undefined;
+  // 不再有任何动作的运行：一句平实的话，在它卡住的每个测试里都一样；没有规则，也没有驱动程序自己的话。
+  // A run that stopped doing anything gets one plain sentence, the same on every test it hangs in.
+  const kind = d.actual !== undefined ? textOf(d.actual, "kind") : "";
+  const hung = kind === "hang" || kind === "timeout";
   if (reached !== undefined) {
     const reachedZh = `第 ${stepNo} 步到达了 Lab ${reached} 还没写完的部分（todo!() / 未实现）`;
     const reachedEn = `step ${stepNo} reached Lab ${reached}'s unfinished part (todo!() / not implemented)`;
@@ -696,6 +708,14 @@ function messageOne(expected: Value, trace: readonly Value[], d: Divergence, lan
       out.push(pick(lang, `${reachedZh}：先完成 Lab ${reached}。`, `${reachedEn}: finish Lab ${reached} first.`));
     }
     out.push(`  ${textOf(d.actual ?? null, "message")}`);
+  } else if (hung) {
+    out.push(
+      pick(
+        lang,
+        `第 ${stepNo} 步：你的循环没有返回，之后也再没有任何动作（是死循环，还是在 await 期间一直持有着锁？）`,
+        `step ${stepNo}: your loop did not return, and did nothing more (an endless loop, or a lock held across an await?)`,
+      ),
+    );
   } else {
     out.push(
       pick(
@@ -706,18 +726,18 @@ function messageOne(expected: Value, trace: readonly Value[], d: Divergence, lan
     );
   }
   out.push(pick(lang, `  应为：${wanted}`, `  expected: ${wanted}`));
-  out.push(pick(lang, `  实际：${happened}`, `  happened: ${happened}`));
-  const m = d.detail;
+  if (!hung) out.push(pick(lang, `  实际：${happened}`, `  happened: ${happened}`));
+  const m = hung ? undefined : d.detail;
   if (m !== undefined) {
     out.push(
       pick(
         lang,
-        `  在 ${m.path}：应为 ${m.expected}，实际 ${m.actual}`,
+        `  在 ${m.path}：应为 ${zhWord(m.expected)}，实际 ${zhWord(m.actual)}`,
         `  at ${m.path}: expected ${m.expected}, got ${m.actual}`,
       ),
     );
   }
-  if (reached === undefined && ruleText("en") !== "") {
+  if (reached === undefined && !hung && ruleText("en") !== "") {
     out.push(pick(lang, `  规则：${ruleText("zh")}`, `  rule: ${ruleText("en")}`));
   }
   const soFar = trace.slice(0, Math.min(d.index, trace.length)).map(label);

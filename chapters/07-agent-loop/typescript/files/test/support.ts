@@ -101,8 +101,9 @@ async function byHand(name: string, instance: unknown, expected: unknown): Promi
       trace.push({ kind: INSTANCE, index });
       const steps = await drive(withDefaults(runs[index] as Instance), learnerLoop, onStep);
       trace.push(...steps);
-      // 一个实例卡住后不再运行后面的，和评分时一样。/ After a hung instance the rest do not run, as graded.
-      if (steps.length > 0 && steps[steps.length - 1]!.kind === "hang") break;
+      // 一个实例卡住、抛出或溢出后不再运行后面的，和评分时一样。/ After a hang, a throw or an overflow the rest do not run, as graded.
+      const last = steps.length > 0 ? steps[steps.length - 1]!.kind : undefined;
+      if (last === "hang" || last === "panic" || last === "overflow") break;
     }
   } else {
     trace.push(...(await drive(withDefaults(instance as Instance), learnerLoop, onStep)));
