@@ -68,10 +68,13 @@ export class Trace {
     this.changed();
   }
 
+  // 步骤交给评分器之后才算活动：评分器读得慢时，写入会阻塞，那段时间不是 loop 的沉默。
+  // The step counts as activity once it is handed on: a write blocks while a busy grader reads late,
+  // and that time is not the loop's silence.
   #append(step: Step, json: string): void {
     this.#steps.push(step);
-    this.#last = now();
     this.#onStep?.(json);
+    this.#last = now();
   }
 
   // 没有新步骤、但驱动程序的状态变了（例如一个调用到了 gate）：让等待者再看一次。
