@@ -98,7 +98,9 @@ async function byHand(name: string, instance: unknown, expected: unknown): Promi
   const trace: unknown[] = [];
   if (isArray(runs)) {
     for (let index = 0; index < runs.length; index++) {
-      trace.push({ kind: INSTANCE, index });
+      const mark = { kind: INSTANCE, index };
+      trace.push(mark);
+      onStep?.(stringify(mark));
       const steps = await drive(withDefaults(runs[index] as Instance), learnerLoop, onStep);
       trace.push(...steps);
       // 一个实例卡住、抛出或溢出后不再运行后面的，和评分时一样。/ After a hang, a throw or an overflow the rest do not run, as graded.
