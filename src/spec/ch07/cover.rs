@@ -42,11 +42,23 @@ fn range(key: String, count: Option<Count>) -> Option<Dimension> {
     })
 }
 
+/// The history a template draws: its own, or, left out, one message. (Drawn at random instead, it
+/// would decide by the seed whether a test reaches a rule about history: it must be a dimension, or
+/// fixed.)
+pub fn history(s: &Scenario) -> Count {
+    s.history.unwrap_or(Count::Exactly(1))
+}
+
+/// The registry tools a template adds beside those its calls use: its own, or, left out, none.
+pub fn tools(s: &Scenario) -> Count {
+    s.tools.unwrap_or(Count::Exactly(0))
+}
+
 /// The dimensions of `s`, in a fixed order.
 pub fn dimensions(s: &Scenario) -> Vec<Dimension> {
     let mut dims = Vec::new();
-    dims.extend(range("history".into(), s.history));
-    dims.extend(range("tools".into(), s.tools));
+    dims.extend(range("history".into(), Some(history(s))));
+    dims.extend(range("tools".into(), Some(tools(s))));
     if let Some(MaxSteps::Count(c)) = &s.max_steps {
         dims.extend(range("max_steps".into(), Some(*c)));
     }

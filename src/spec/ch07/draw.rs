@@ -106,12 +106,8 @@ impl<'r> Drawing<'r> {
             "  You are {}, a careful coding agent.\n",
             self.rng.pick(&["pi", "a helper", "the agent"])
         ) + &format!("Session marker {}.\n", self.rng.token(8));
-        // What a template leaves open varies too, as a correct loop handles any of it alike: a history
-        // of one to four messages, up to two more registered tools. So the structure of an instance is
-        // new in every grade, and no trace of another grade can be relabelled into this one's.
-        let history = self
-            .count("history", s.history.or(Some(Count::Between([1, 4]))), 1)
-            .max(1);
+        // A template's history and its extra tools: see `cover::history` and `cover::tools`.
+        let history = self.count("history", Some(cover::history(s)), 1).max(1);
         let caller: Vec<Value> = (0..history)
             .map(|i| match (history - 1 - i) % 2 {
                 0 => wire::user(&self.sentence()),
@@ -150,7 +146,7 @@ impl<'r> Drawing<'r> {
             }
         }
 
-        let extra = self.count("tools", s.tools.or(Some(Count::Between([0, 2]))), 0);
+        let extra = self.count("tools", Some(cover::tools(s)), 0);
         for _ in 0..extra {
             let name = self.name();
             self.registry.push(name);
