@@ -838,15 +838,15 @@ fn a_million_events_or_a_50_mb_payload_get_a_clear_verdict_and_a_small_grader() 
         for test in failed {
             assert_eq!(test["status"], "fail", "{attack}: {test:.600}");
             let message = test["message"].as_str().unwrap_or_default();
+            // A driver may record a step past its own bound as the trace's overflow, or judge a loop
+            // that spends a second building one event hung (said in one plain sentence). The reference
+            // passes every test, so any failure at step 1 is the attack's.
+            let left = message.starts_with("step 1 left the chapter's rules");
             assert!(
-                message.starts_with("step 1 left the chapter's rules")
-                    && (message.contains(&format!("happened: tool_progress({attack}"))
-                        // A driver may record a step past its own bound as the trace's overflow, or
-                        // judge a loop that spends a second building one event hung. The reference
-                        // passes every test, so any failure at step 1 is the attack's.
-                        || (attack == "HUGE-PAYLOAD"
-                            && (message.contains("happened: overflow")
-                                || message.contains("happened: hang")))),
+                (left && message.contains(&format!("happened: tool_progress({attack}")))
+                    || (attack == "HUGE-PAYLOAD"
+                        && ((left && message.contains("happened: overflow"))
+                            || message.starts_with("step 1: your loop did not return"))),
                 "{attack}: {message:.600}"
             );
         }
