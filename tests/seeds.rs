@@ -120,7 +120,12 @@ let failed = 0;
 for (const file of process.argv.slice(2)) {
   const fixture = JSON.parse(readFileSync(file, "utf8"));
   for (const t of fixture.tests) {
-    const trace = await drive(withDefaults(t.instance), () => import("./dist/src/agent-loop.js"));
+    // A test of several instances: each one's steps after its mark, as the harness writes them.
+    const trace = [];
+    for (const [index, instance] of (t.instance.runs ?? [t.instance]).entries()) {
+      if (t.instance.runs !== undefined) trace.push({ kind: "instance", index });
+      trace.push(...(await drive(withDefaults(instance), () => import("./dist/src/agent-loop.js"))));
+    }
     const message = judge(t.expected, trace.map((s) => JSON.parse(JSON.stringify(s))), "en");
     if (message !== undefined) {
       failed += 1;
