@@ -108,10 +108,16 @@ impl<'r> Drawing<'r> {
         ) + &format!("Session marker {}.\n", self.rng.token(8));
         // A template's history and its extra tools: see `cover::history` and `cover::tools`.
         let history = self.count("history", Some(cover::history(s)), 1).max(1);
+        // Each of the caller's messages holds one to three texts: with the history's length this is
+        // structure a run without requests still shows, so even its trace cannot be relabelled.
         let caller: Vec<Value> = (0..history)
-            .map(|i| match (history - 1 - i) % 2 {
-                0 => wire::user(&self.sentence()),
-                _ => wire::assistant(vec![wire::text(&self.sentence())], "stop", None),
+            .map(|i| {
+                let blocks = self.rng.between(1, 3);
+                let texts: Vec<Value> = (0..blocks).map(|_| wire::text(&self.sentence())).collect();
+                match (history - 1 - i) % 2 {
+                    0 => json!({ "role": "user", "content": texts }),
+                    _ => wire::assistant(texts, "stop", None),
+                }
             })
             .collect();
 
