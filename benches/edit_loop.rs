@@ -16,10 +16,8 @@
 
 mod common;
 
-// The grader's comparison, compiled here as the grader compiles it.
-#[allow(dead_code)]
-#[path = "../harness/src/judge.rs"]
-mod judge;
+// The grader's own comparison.
+use pi_course_judge::compare as judge;
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Records the real traces that tests/judge_agreement.rs feeds to both comparisons (the grader's
-# harness/src/judge.rs and the TypeScript track's test/judge.ts): chapter 07's hand-run tests, run with
+# Records the real traces that tests/cli/judge/agreement.rs feeds to both comparisons (the grader's
+# harness/judge/src/compare.rs and the TypeScript track's test/judge.ts): chapter 07's hand-run tests, run with
 # PI_COURSE_TRACE=1 by both drivers on the reference, every alternative and some mutants, each trace
 # kept once. Writes tests/fixtures/judge-corpus.jsonl, one trace a line:
 #

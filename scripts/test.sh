@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The project's tests, from a fresh clone: installs what they need that is missing, then runs
-# `cargo test "$@"` (so `scripts/test.sh --test attacks` runs one test target).
+# `cargo test "$@"` (so `scripts/test.sh --test cli attacks::` runs one concern).
 #
-# - Debian's chromium: the class page is tested in a real browser (tests/class_report.rs). Installed with
+# - Debian's chromium: the class page is tested in a real browser (tests/cli/class/report.rs). Installed with
 #   apt-get, as root directly, else with sudo.
-# - rust-analyzer: jump-to-definition is tested in a practice directory (tests/content.rs). Installed as
+# - rust-analyzer: jump-to-definition is tested in a practice directory (tests/cli/course/content.rs). Installed as
 #   the toolchain's rustup component.
 # - Node.js 20 or newer, and npm: the TypeScript track's tests grade with them. Checked only: this script
 #   says how to get them.

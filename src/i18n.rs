@@ -55,11 +55,11 @@ impl Lang {
         .unwrap_or_default()
     }
 
-    /// This language for the judge's messages (`harness/src/judge.rs`, which knows no `Lang` of ours).
-    pub fn judge(self) -> crate::judge::compare::Lang {
+    /// This language for the judge's messages (`harness/judge/src/compare.rs`, which knows no `Lang` of ours).
+    pub fn judge(self) -> pi_course_judge::compare::Lang {
         match self {
-            Lang::Zh => crate::judge::compare::Lang::Zh,
-            Lang::En => crate::judge::compare::Lang::En,
+            Lang::Zh => pi_course_judge::compare::Lang::Zh,
+            Lang::En => pi_course_judge::compare::Lang::En,
         }
     }
 

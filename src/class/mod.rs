@@ -878,7 +878,7 @@ fn render_learner(
         .tests
         .iter()
         .map(|t| {
-            let rows = crate::judge::compare::timeline(&t.evidence.expected, &t.evidence.trace);
+            let rows = pi_course_judge::compare::timeline(&t.evidence.expected, &t.evidence.trace);
             let text = report::explain::table(&rows, learner_lang, crate::ui::Paint(false));
             (t.name.clone(), text)
         })

@@ -1,4 +1,4 @@
-//! The grader's end of the channel (see `harness/src/protocol.rs`, which both sides compile): start a test
+//! The grader's end of the channel (see the judge crate's `protocol`, which both sides use): start a test
 //! process with its orders (a per-grade key and each test's instance), then read its records: the steps
 //! the driver observed, never a verdict.
 //!
@@ -6,10 +6,7 @@
 //! that the grader judges. The key keeps stray lines of output apart from records; it is not what makes a
 //! pass earned.
 
-// The grader only decodes records; encoding is the harness's side (and this module's tests').
-#[allow(dead_code)]
-#[path = "../../harness/src/protocol.rs"]
-mod protocol;
+use pi_course_judge::protocol;
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};

@@ -36,11 +36,11 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::channel::{Orders, Received, Record, TestProcess};
-use crate::judge::compare;
 use crate::outcome::{Evidence, Outcome, TestResult};
 use crate::process::Captured;
 use crate::sandbox::Sandbox;
 use crate::track::test_command::TestCommand;
+use pi_course_judge::compare;
 
 /// The machine's test processes, shared: every test process holds a share while it lives; a test judged
 /// again alone holds it whole (see the module's documentation). Fair: once a retry waits, new processes

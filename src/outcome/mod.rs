@@ -148,7 +148,7 @@ impl TestResult {
         let so_far = self
             .evidence
             .as_ref()
-            .and_then(|e| crate::judge::compare::judge(&e.expected, &e.trace, lang.judge()));
+            .and_then(|e| pi_course_judge::compare::judge(&e.expected, &e.trace, lang.judge()));
         let with_output = |head: String, output: &str| {
             let head = match &so_far {
                 Some(judged) => format!("{head}\n{judged}"),

@@ -3,9 +3,9 @@
 //! marked. Pure: renders evidence, runs nothing.
 
 use crate::i18n::Lang;
-use crate::judge::compare::{timeline, Row};
 use crate::outcome::Explained;
 use crate::ui::{cut, display_width, pad, Paint};
+use pi_course_judge::compare::{timeline, Row};
 
 /// The widest a column gets, so that two fit beside each other on an ordinary terminal.
 const COLUMN: usize = 48;

@@ -38,7 +38,7 @@ pub fn about(chapter: &str, test: &str) -> Option<String> {
 
 /// The freedoms an expected trace grants, for `explain`: each name, what it leaves free, and the
 /// chapter's words that grant it (in the chapter's Chinese, with an English rendering for `quoted_en`).
-/// The specification knows no language of the tool's: tests/judge_agreement.rs compiles it alone.
+/// The specification knows no language of the tool's: tests/cli/judge/agreement.rs compiles it alone.
 pub fn freedoms_in(chapter: &str, expected: &Value, english: bool) -> Vec<(&'static str, String)> {
     if chapter != "07" {
         return Vec::new();
@@ -85,8 +85,8 @@ pub fn fixture(chapter: &str) -> Option<String> {
 
 /// A trace an expected graph allows, for tests of the comparison: its first alternative's steps in
 /// order, each freedom filled with a value it accepts; for a test of several instances, each instance's
-/// sample after its mark, as a harness writes them.
-#[cfg(test)]
+/// sample after its mark, as a harness writes them. (Public for the tests that compare the two
+/// comparisons, `tests/cli/judge/agreement.rs`.)
 pub fn sample(expected: &Value) -> Vec<Value> {
     if let Some(runs) = expected["runs"].as_array() {
         let mut trace = Vec::new();
@@ -103,7 +103,6 @@ pub fn sample(expected: &Value) -> Vec<Value> {
     steps.iter().map(|s| fill(&s["match"])).collect()
 }
 
-#[cfg(test)]
 fn fill(pattern: &Value) -> Value {
     use serde_json::json;
     match pattern {
@@ -145,7 +144,7 @@ mod tests {
             assert!(
                 have == want,
                 "{} is not what the specification draws with the hand seed: run \
-                 `PI_COURSE_BLESS=1 cargo test --bin pi-course fixtures` and commit it",
+                 `PI_COURSE_BLESS=1 cargo test --lib fixtures` and commit it",
                 path.display()
             );
         }

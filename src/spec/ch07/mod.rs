@@ -108,8 +108,8 @@ fn rules() -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::judge::compare::{compare, Lang};
     use crate::spec::sample;
+    use pi_course_judge::compare::{compare, Lang};
 
     #[test]
     fn every_expected_trace_accepts_its_own_sample_and_rejects_a_step_dropped() {
@@ -121,7 +121,7 @@ mod tests {
                     panic!(
                         "{} (seed {seed}): {}",
                         case.name,
-                        crate::judge::compare::message(&case.expected, &trace, &d, Lang::En)
+                        pi_course_judge::compare::message(&case.expected, &trace, &d, Lang::En)
                     );
                 }
                 for drop in [0, trace.len() / 2, trace.len() - 1] {

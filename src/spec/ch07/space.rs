@@ -491,7 +491,7 @@ mod tests {
         assert!(
             doc == want,
             "docs/JUDGE.md does not print chapters/07-agent-loop/space.toml: run \
-             `PI_COURSE_BLESS=1 cargo test --bin pi-course space` and commit it"
+             `PI_COURSE_BLESS=1 cargo test --lib space` and commit it"
         );
     }
 

@@ -3,10 +3,10 @@
 // The comparison: a recorded trace against the expected trace of its instance (docs/JUDGE.md in the
 // pi-course repository). Used by hand; graded, the grader compares, never this process.
 //
-// 这是评分器的比较（harness/src/judge.rs）逐行的移植：同样的图、同样的自由度、同样的信息，一字不差。
+// 这是评分器的比较（harness/judge/src/compare.rs）逐行的移植：同样的图、同样的自由度、同样的信息，一字不差。
 // 评分器读的是这个进程写下的 JSON，所以这里的一个值就是「JSON.stringify 写出、serde_json 读回」的那个
 // 值：数、对象键的顺序、字符串的写法都照 serde_json 来。两边相等由 pi-course 的一个差分测试证明。
-// A line-by-line port of the grader's comparison (harness/src/judge.rs): the same graph, the same
+// A line-by-line port of the grader's comparison (harness/judge/src/compare.rs): the same graph, the same
 // freedoms, the same message to the character. The grader reads the JSON this process writes, so a value
 // here is the one JSON.stringify writes and serde_json reads back: numbers, the order of an object's keys
 // and how strings are written all follow serde_json. A differential test of pi-course proves the two equal.

@@ -1,0 +1,4 @@
+//! `pi-course practice`: the directories it makes, and those an earlier release made.
+
+mod layouts;
+mod making;
