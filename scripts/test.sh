@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's tests, from a fresh clone: installs what they need that is missing, then runs
-# `cargo test "$@"` (so `scripts/test.sh --test cli attacks::` runs one concern).
+# the tests with its arguments passed on (so `scripts/test.sh --test cli attacks::` runs one concern).
 #
 # - Debian's chromium: the class page is tested in a real browser (tests/cli/class/report.rs). Installed with
 #   apt-get, as root directly, else with sudo.
@@ -53,5 +53,12 @@ or with Node.js's own installers or a version manager such as nvm, then run scri
 fi
 say "node $(node --version), npm $(npm --version)"
 
+# cargo-nextest, where it is installed, runs each test in a process of its own, so a slow test holds no
+# thread of a quick one and a crash takes down one test; without it (or with PI_COURSE_RUNNER=cargo),
+# cargo test runs the very same tests.
+if [ "${PI_COURSE_RUNNER:-}" != cargo ] && cargo nextest --version >/dev/null 2>&1; then
+  say "cargo nextest run --workspace --no-fail-fast $*"
+  exec cargo nextest run --workspace --no-fail-fast "$@"
+fi
 say "cargo test $*"
 exec cargo test "$@"

@@ -493,16 +493,31 @@ fn the_readmes_set_up_commands_work_in_a_fresh_home() {
         .unwrap();
     let text = format!("{}{}", stdout(&out), stderr(&out));
     assert!(out.status.success(), "{script}\n{}", describe(&out));
-    for checked in [
-        "== chromium: ",
-        "== rust-analyzer: ",
-        "== node v",
-        "== cargo test --test cli newcomer::",
-    ] {
+    for checked in ["== chromium: ", "== rust-analyzer: ", "== node v"] {
         assert!(text.contains(checked), "{script}: no {checked:?}\n{text}");
     }
+    // The script runs the tests with cargo-nextest where it is installed, else with cargo test; either
+    // way with the arguments it was given, and this one test passes.
+    let nextest = Command::new("cargo")
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let (runner, passed) = if nextest {
+        (
+            "== cargo nextest run --workspace --no-fail-fast --test cli newcomer::",
+            "PASS".to_string(),
+        )
+    } else {
+        (
+            "== cargo test --test cli newcomer::",
+            format!("test newcomer::{one} ... ok"),
+        )
+    };
+    assert!(text.contains(runner), "{script}: no {runner:?}\n{text}");
     assert!(
-        text.contains(&format!("test newcomer::{one} ... ok")) && text.contains("1 passed"),
+        text.contains(&passed)
+            && text.contains(&format!("newcomer::{one}"))
+            && text.contains("1 passed"),
         "{script}\n{text}"
     );
 }

@@ -27,7 +27,10 @@ fn module_of(src: &Path, file: &Path) -> String {
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
-    if parts.last().is_some_and(|p| p == "mod" || p == "main" || p == "lib") {
+    if parts
+        .last()
+        .is_some_and(|p| p == "mod" || p == "main" || p == "lib")
+    {
         parts.pop();
     }
     parts.join("::")
@@ -222,38 +225,107 @@ fn the_cycle_finder_finds_a_cycle_and_names_nothing_else() {
 /// The files of a practice directory's `src/` that docs/ARCHITECTURE.md names in its practice maps.
 const PRACTICE_FILES: &[&str] = &["src/lib.rs", "src/agent_loop.rs", "src/agent-loop.ts"];
 
-#[test]
-fn every_src_path_the_architecture_names_exists() {
-    let text = std::fs::read_to_string(repo().join("docs/ARCHITECTURE.md")).unwrap();
-    let mut missing = Vec::new();
-    let mut named = 0;
-    for (at, _) in text.match_indices("src/") {
-        // Only paths of this repository's binary: `src/...` at the start of a word.
-        if at > 0
-            && text[..at]
+/// The top folders of this repository; a path a document names starts with one of them.
+const TOP: &[&str] = &[
+    "src/",
+    "tests/",
+    "harness/",
+    "harness-node/",
+    "chapters/",
+    "docs/",
+    "scripts/",
+    "benches/",
+    "templates/",
+    "snapshots/",
+    ".ci/",
+];
+
+/// Where a practice directory's given files come from: a path a document names may be one of those
+/// (`tests/ch07.rs`, `harness/run.mjs`), as a learner sees it.
+fn practice_roots() -> Vec<PathBuf> {
+    let mut roots = vec![repo().join("harness-node")];
+    for chapter in std::fs::read_dir(repo().join("chapters")).unwrap() {
+        let chapter = chapter.unwrap().path();
+        roots.extend([chapter.join("files"), chapter.join("typescript/files")]);
+    }
+    for snapshot in std::fs::read_dir(repo().join("snapshots")).unwrap() {
+        roots.push(snapshot.unwrap().path());
+    }
+    roots
+}
+
+/// Every path under one of the [`TOP`] folders that `text` names: at the start of a word, up to the
+/// first character a path does not hold; patterns (`*`, `<n>`, `{chapter}`) are left out.
+fn paths_named(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for top in TOP {
+        for (at, _) in text.match_indices(top) {
+            if at > 0
+                && text[..at]
+                    .chars()
+                    .last()
+                    .is_some_and(|c| c.is_alphanumeric() || matches!(c, '/' | '-' | '_' | '.'))
+            {
+                continue;
+            }
+            let path: String = text[at..]
                 .chars()
-                .last()
-                .is_some_and(|c| c.is_alphanumeric() || c == '/' || c == '-')
-        {
-            continue;
-        }
-        let path: String = text[at..]
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || matches!(c, '/' | '_' | '.' | '-'))
-            .collect();
-        let path = path.trim_end_matches(['.', '-']);
-        // A practice directory's own crate has a `src/` too: those files are the learner's, not ours.
-        if path.len() <= "src/".len() || PRACTICE_FILES.contains(&path) {
-            continue;
-        }
-        named += 1;
-        if !repo().join(path).exists() {
-            missing.push(path.to_string());
+                .take_while(|c| {
+                    c.is_alphanumeric() || matches!(c, '/' | '_' | '.' | '-' | '*' | '<' | '{')
+                })
+                .collect();
+            let path = path.trim_end_matches(['.', '-']);
+            if path.len() <= top.len() || path.contains(['*', '<', '{']) {
+                continue;
+            }
+            out.push(path.to_string());
         }
     }
-    assert!(named > 5, "the map names {named} paths under src/");
+    out
+}
+
+/// Every document of the house (docs/, the README, CONTRIBUTING.md) names only paths that exist: in this
+/// repository, or in a practice directory as a learner gets it.
+#[test]
+fn every_path_a_document_names_exists() {
+    let mut documents = vec![repo().join("README.md"), repo().join("CONTRIBUTING.md")];
+    for entry in std::fs::read_dir(repo().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            documents.push(path);
+        }
+    }
+    let roots = practice_roots();
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for document in &documents {
+        let text = std::fs::read_to_string(document)
+            .unwrap_or_else(|e| panic!("{}: {e}", document.display()));
+        for path in paths_named(&text) {
+            named += 1;
+            let exists = repo().join(&path).exists()
+                || PRACTICE_FILES.contains(&path.as_str())
+                || roots.iter().any(|r| r.join(&path).exists());
+            if !exists {
+                missing.push(format!(
+                    "{}: {path}",
+                    document.strip_prefix(repo()).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(named > 50, "the documents name {named} paths");
     assert!(
         missing.is_empty(),
-        "docs/ARCHITECTURE.md names paths that do not exist: {missing:?}"
+        "documents name paths that do not exist:\n{}",
+        missing.join("\n")
     );
+}
+
+/// The finder of named paths sees a path at a word's start, and nothing inside another word or a pattern.
+#[test]
+fn the_path_finder_takes_paths_and_leaves_patterns() {
+    let text = "see `src/grade/runner.rs`, docs/JUDGE.md. and my-src/x.rs, \
+                chapters/<n>/files and test/07-*.test.ts";
+    assert_eq!(paths_named(text), ["src/grade/runner.rs", "docs/JUDGE.md"]);
 }
