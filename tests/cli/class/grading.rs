@@ -967,25 +967,26 @@ fn one_learner_exhausting_output_memory_or_time_changes_no_one_elses_grade() {
         "{:#}",
         with["hog"]
     );
-    // A loop that spins before its first step: killed at the timeout, or, when the driver's watch saw
-    // the run stay silent first, judged with the hang it recorded, said in one plain sentence (at step 1,
-    // or after the steps the test itself took first, such as aborting the signal before the run).
+    // A loop that spins before its first step: killed at the timeout, or judged on what the driver
+    // recorded before that, which holds nothing from the loop: the hang its watch saw, said in one plain
+    // sentence, or the driver's own plan giving up on calls that never came (after the steps the test
+    // takes itself, such as aborting the signal before the run).
     assert!(
         report_tests(&with["spin"]).iter().all(|(_, t)| {
             let message = t["message"].as_str().unwrap_or_default();
-            let hang_at = message
+            let hang = message
                 .strip_prefix("step ")
                 .and_then(|m| m.split_once(": your loop did not return"))
                 .is_some_and(|(n, _)| n.parse::<u32>().is_ok());
-            let only_the_tests_steps_before =
-                message.split_once("so far:").is_some_and(|(_, so_far)| {
-                    so_far.trim() == "(nothing)"
-                        || so_far
-                            .lines()
-                            .all(|l| l.trim().is_empty() || l.trim().starts_with("test:"))
-                });
+            let plan_gave_up = message.contains("\n  happened: test: gave_up(");
+            let nothing_from_the_loop = message.split_once("so far:").is_some_and(|(_, so_far)| {
+                so_far.trim() == "(nothing)"
+                    || so_far
+                        .lines()
+                        .all(|l| l.trim().is_empty() || l.trim().starts_with("test:"))
+            });
             t["status"] == "timeout"
-                || (t["status"] == "fail" && hang_at && only_the_tests_steps_before)
+                || (t["status"] == "fail" && (hang || plan_gave_up) && nothing_from_the_loop)
         }),
         "{:#}",
         with["spin"]
