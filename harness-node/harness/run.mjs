@@ -61,6 +61,9 @@ for (const line of orders.slice(2)) {
 // The steps that end a trace as no correct loop's ends, and the most steps of a test the grader reads.
 const ENDINGS = ['{"kind":"hang"', '{"kind":"panic"', '{"kind":"overflow"'];
 const MAX_STEPS = 4000;
+// The most bytes of one test's steps the grader reads (its MAX_TRACE_BYTES). A step's length in UTF-16
+// units is never more than its UTF-8 bytes, so a test counted past it is past the grader's bound too.
+const MAX_TRACE_BYTES = 4 * 1024 * 1024;
 
 /** The instances of one test: each of `{"runs": [...]}` as JSON text (marked), or the instance itself. */
 function runsOf(instance) {
@@ -248,6 +251,7 @@ for (const { name, runs, marked } of wanted) {
     continue;
   }
   let steps = 0;
+  let bytes = 0;
   let ended = false;
   for (let index = 0; index < runs.length; index++) {
     if (marked) {
@@ -256,13 +260,16 @@ for (const { name, runs, marked } of wanted) {
     // The driver's JSON of one step (one line, written by the kit's own captured JSON.stringify), taken
     // only while this instance runs: a step that comes later would land in the next one's trace.
     // Once an instance's trace ended as no correct loop's does (the driver's hang, panic or overflow
-    // step), or the test's steps reach the grader's bound, its later instances are not run: the test is
-    // decided, and a hung or flooding loop's work would only pile up.
+    // step), or the test's steps reach the grader's bounds (of steps, of bytes), its later instances are
+    // not run: the test is decided, and a hung or flooding loop's work would only pile up.
     let open = true;
     const onStep = (json) => {
       if (open && typeof json === "string" && json.indexOf("\n") === -1) {
         steps += 1;
-        if (ENDINGS.some((end) => json.startsWith(end)) || steps >= MAX_STEPS) ended = true;
+        bytes += json.length;
+        if (ENDINGS.some((end) => json.startsWith(end)) || steps >= MAX_STEPS || bytes >= MAX_TRACE_BYTES) {
+          ended = true;
+        }
         record("step", name, json);
       }
     };

@@ -72,6 +72,20 @@ pub fn hand_tests(expected_json: &str) -> Result<Vec<Test>, String> {
 /// The most steps of one test the grader reads (its `MAX_STEPS`): past it, no more instances run.
 pub const MAX_STEPS: usize = 4_000;
 
+/// The most bytes of one test's steps the grader reads (its `MAX_TRACE_BYTES`): past it, likewise.
+pub const MAX_TRACE_BYTES: usize = 4 << 20;
+
+/// The bytes of `step`'s texts (its strings and keys): never more than its JSON, and cheap to count, so a
+/// step of a 50 MB string is seen to pass the grader's bound without writing its JSON twice.
+fn text_bytes(step: &Value) -> usize {
+    match step {
+        Value::String(s) => s.len(),
+        Value::Array(a) => a.iter().map(text_bytes).sum(),
+        Value::Object(o) => o.iter().map(|(k, v)| k.len() + text_bytes(v)).sum(),
+        _ => 0,
+    }
+}
+
 /// Runs the tests as the command line (or the grader) asks; the test target's `main` returns this.
 /// `expected_json` is only read by hand: graded, the tests and their instances come with the orders.
 pub fn run(driver: Driver, expected_json: &str) -> ExitCode {
@@ -364,8 +378,8 @@ fn runs_of(instance: &str) -> Option<Vec<String>> {
 /// the test. Before each of several instances the sink gets an instance mark (`judge::INSTANCE`), and a
 /// step that an instance's code sends after its driver returned is dropped, so that it never lands in
 /// the next instance's steps. Once an instance's trace ended in a way no correct loop's does (its
-/// driver's `hang`, `panic` or `overflow` step), or the test's steps reach [`MAX_STEPS`], the test's
-/// later instances are not run: the test is decided already (the grader reads no step past that bound),
+/// driver's `hang`, `panic` or `overflow` step), or the test's steps reach [`MAX_STEPS`] or
+/// [`MAX_TRACE_BYTES`], the test's later instances are not run: the test is decided already (the grader reads no step past that bound),
 /// and a hung or flooding loop's work would only pile up. `Err`: the driver itself failed.
 fn run_one(name: &str, driver: Driver, instance: &str, sink: Sink) -> Result<(), String> {
     let runs = runs_of(instance);
@@ -378,16 +392,19 @@ fn run_one(name: &str, driver: Driver, instance: &str, sink: Sink) -> Result<(),
         let shared = Arc::new(Mutex::new(sink));
         let ended = Arc::new(AtomicBool::new(false));
         let steps = Arc::new(AtomicUsize::new(0));
+        let bytes = Arc::new(AtomicUsize::new(0));
         for (index, run) in runs.iter().enumerate() {
             (lock(&shared))(serde_json::json!({ "kind": judge::INSTANCE, "index": index }));
             let open = Arc::new(AtomicBool::new(true));
             let (to, gate, over) = (Arc::clone(&shared), Arc::clone(&open), Arc::clone(&ended));
-            let counted = Arc::clone(&steps);
+            let (counted, weighed) = (Arc::clone(&steps), Arc::clone(&bytes));
             let sink: Sink = Box::new(move |step| {
                 if gate.load(Ordering::SeqCst) {
                     let kind = step.get("kind").and_then(Value::as_str);
+                    let size = text_bytes(&step);
                     if matches!(kind, Some("hang" | "panic" | "overflow"))
                         || counted.fetch_add(1, Ordering::SeqCst) + 1 >= MAX_STEPS
+                        || weighed.fetch_add(size, Ordering::SeqCst) + size >= MAX_TRACE_BYTES
                     {
                         over.store(true, Ordering::SeqCst);
                     }
@@ -543,6 +560,13 @@ mod tests {
             run(runs).len(),
             super::MAX_STEPS + 1,
             "the bound ends them too"
+        );
+        let huge = json!({"kind": "event", "text": "x".repeat(super::MAX_TRACE_BYTES)});
+        let runs = json!({"runs": [{"steps": [huge.clone()]}, {"steps": [{"kind": "b"}]}]});
+        assert_eq!(
+            run(runs),
+            [json!({"kind": "instance", "index": 0}), huge],
+            "so does the bound of bytes"
         );
     }
 

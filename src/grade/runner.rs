@@ -123,7 +123,8 @@ pub const MAX_LIVE: usize = 32;
 /// could hold it forever).
 const DRAIN: Duration = Duration::from_secs(2);
 /// The most steps one test's trace may hold; a loop that runs on past it gets an `overflow` step.
-/// (The harnesses stop running a test's instances at the same bound: `harness/src/lib.rs`, `run.mjs`.)
+/// (The harnesses stop running a test's instances at the same bounds, of steps and of bytes:
+/// `harness/src/lib.rs`, `run.mjs`.)
 pub const MAX_STEPS: usize = 4_000;
 /// The most bytes of steps one test's trace may hold.
 pub const MAX_TRACE_BYTES: usize = 4 << 20;
