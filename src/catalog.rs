@@ -115,6 +115,9 @@ struct TrackManifest {
     guide: Text,
     #[serde(default = "first_layout")]
     layout: u32,
+    /// The track's layouts that an older pi-course made (`typescript/layouts/<n>/`).
+    #[serde(default, rename = "old_layout")]
+    old_layouts: Vec<OldLayout>,
     /// Hints by group slug: a track's hints name its own code and commands.
     #[serde(default)]
     hints: BTreeMap<String, Text>,
@@ -247,7 +250,7 @@ impl Chapter {
             groups,
             layout: m.layout,
             current_layout: m.layout,
-            old_layouts: Vec::new(),
+            old_layouts: m.old_layouts.clone(),
             track,
             ..self.clone()
         })
@@ -304,7 +307,7 @@ impl Chapter {
             }
         }
         if old.is_some() {
-            let layout_dir = format!("chapters/{}/layouts/{}/", self.folder, self.layout);
+            let layout_dir = self.content_dir(&format!("layouts/{}", self.layout));
             for f in Self::embedded_under(&layout_dir) {
                 by_path.insert(f.path, f);
             }

@@ -6,9 +6,11 @@
 //!   sandbox, since it needs the package registry, but from the pristine files only, and no package's
 //!   install script ever runs. Every build slot links `node_modules` to that directory; after the first
 //!   grade nothing needs the network.
-//! - **The build** is `tsc -p` in the slot, confined like cargo: it reads the system, node and the
+//! - **The build** is `tsc -p` in the slot, confined like cargo: it reads the system and the
 //!   dependencies, and writes only the slot's `dist/`. tsc never runs the code it compiles, and any
-//!   diagnostic is a compile error, as `npm run build` would report it.
+//!   diagnostic is a compile error, as `npm run build` would report it. The compiler is the one the lock
+//!   file names: TypeScript 7's native executable, started directly, or, in a directory of layout 1,
+//!   TypeScript 5.9's `tsc` script on node (see [`Compiler`]).
 //! - **The tests** run in one node per batch, under node's permission model (no child processes,
 //!   workers, inspector or addons; reads of the compiled code and the scenarios only), with frozen
 //!   intrinsics and no code built from strings, inside the grader's sandbox. Why each matters: `harness-node/harness/run.mjs`.
@@ -254,6 +256,52 @@ fn link_dependencies(slot: &Path, deps: &Path) -> Result<(), Problem> {
     })
 }
 
+/// The compiler the installed dependencies hold: what `npm run build` (`tsc -p .`) runs in the practice
+/// directory, started directly.
+#[derive(Debug, Clone, PartialEq)]
+enum Compiler {
+    /// TypeScript 7 and later: a native executable, in the package for this platform that npm installed
+    /// beside `typescript` (`@typescript/typescript-linux-x64/lib/tsc`). Started without node: node's
+    /// start-up was most of a grade's type check.
+    Native(PathBuf),
+    /// TypeScript 5 (the lock file of a layout-1 directory): `tsc` is a script that node runs.
+    OnNode { node: PathBuf, script: PathBuf },
+}
+
+impl Compiler {
+    fn installed(deps: &Path, node: &Node) -> Compiler {
+        let scoped = deps.join("node_modules/@typescript");
+        let native = std::fs::read_dir(&scoped)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("typescript-"))
+            .map(|e| e.path().join("lib/tsc"))
+            .find(|exe| exe.is_file());
+        match native {
+            Some(exe) => Compiler::Native(exe),
+            None => Compiler::OnNode {
+                node: node.path.clone(),
+                script: deps.join("node_modules/typescript/bin/tsc"),
+            },
+        }
+    }
+
+    fn program(&self) -> &Path {
+        match self {
+            Compiler::Native(exe) => exe,
+            Compiler::OnNode { node, .. } => node,
+        }
+    }
+
+    fn script(&self) -> Option<&Path> {
+        match self {
+            Compiler::Native(_) => None,
+            Compiler::OnNode { script, .. } => Some(script),
+        }
+    }
+}
+
 /// `tsc -p` in the slot, confined; any diagnostic is a compile error.
 async fn compile(
     req: &BuildRequest<'_>,
@@ -261,9 +309,9 @@ async fn compile(
     deps: &Path,
     deadline: tokio::time::Instant,
 ) -> Result<(), Problem> {
-    let tsc = deps.join("node_modules/typescript/bin/tsc");
-    let mut cmd = Command::new(&node.path);
-    cmd.arg(&tsc)
+    let compiler = Compiler::installed(deps, node);
+    let mut cmd = Command::new(compiler.program());
+    cmd.args(compiler.script())
         .args(["-p", "tsconfig.json", "--pretty"])
         .arg(if req.color { "true" } else { "false" })
         .current_dir(req.build_dir)
@@ -278,10 +326,13 @@ async fn compile(
     let paths = BuildPaths {
         package: req.build_dir.to_path_buf(),
         target: dist,
-        toolchain: vec![node.path.clone()],
-        read: std::iter::once(deps.to_path_buf())
-            .chain(node_reads())
-            .collect(),
+        toolchain: vec![compiler.program().to_path_buf()],
+        read: match compiler {
+            Compiler::Native(_) => vec![deps.to_path_buf()],
+            Compiler::OnNode { .. } => std::iter::once(deps.to_path_buf())
+                .chain(node_reads())
+                .collect(),
+        },
         env: Vec::new(),
     };
     let io_problem = |e: std::io::Error| Problem::Io {

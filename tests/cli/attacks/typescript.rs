@@ -1667,3 +1667,59 @@ fn stray_timers_and_exit_handlers_do_not_hold_the_grade_or_outlive_it() {
     );
     assert_none_left(Duration::from_secs(3), orphaned_test_processes);
 }
+
+/// The compiler, TypeScript 7's native executable now, reads nothing outside what a build needs. A
+/// reference to a file in the home, whose one type error would print its secret, reaches the compiler:
+/// unconfined (the reported fallback) the secret is printed, so the attack works; confined, the
+/// compiler reads nothing of the file and the secret stays where it is.
+#[test]
+fn a_file_in_the_home_is_unreadable_at_compile_time() {
+    let home = home();
+    let secret_ts = home.path.join("secret.ts");
+    fs::write(
+        &secret_ts,
+        format!("export const leak: \"nothing\" = \"{SECRET}\";\n"),
+    )
+    .unwrap();
+    let (_tmp, dir) = practice_ts();
+    write_ts_loop(
+        &dir,
+        &format!(
+            "/// <reference path={:?} />\n{}",
+            secret_ts.display().to_string(),
+            ts_solution()
+        ),
+    );
+
+    let unconfined = pi_course(&dir)
+        .env("HOME", &home.path)
+        .env("PI_COURSE_SANDBOX_PRETEND_MISSING", "1")
+        .args(["grade", ".", "--format", "json"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&unconfined.stdout)
+        .unwrap_or_else(|e| panic!("{e}\n{}", describe(&unconfined)));
+    assert_eq!(report["sandbox"]["active"], false, "{report}");
+    assert_eq!(report["status"], "error", "{report}");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(SECRET),
+        "unconfined, the compiler reads the file and prints its secret: {report}"
+    );
+
+    let (report, text) = grade_with_home(&dir, &home, &[]);
+    if !sandboxed(&report) {
+        return;
+    }
+    assert!(!text.contains(SECRET), "the secret leaked:\n{text}");
+    // The native compiler sees that the file is there but reads nothing of it: the loop compiles as if
+    // the file were empty (or, should a later compiler say so, the build fails naming the file).
+    let message = report["message"].as_str().unwrap_or_default();
+    assert!(
+        report["status"] == "pass"
+            || (report["status"] == "error" && message.contains("secret.ts")),
+        "{report}"
+    );
+}

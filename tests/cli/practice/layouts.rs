@@ -126,3 +126,80 @@ fn a_directory_of_an_unknown_layout_is_refused_with_the_fix() {
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     assert!(stderr(&out).contains("99"), "{}", describe(&out));
 }
+
+/// A TypeScript directory of layout 1, as that release made it: today's files, but the package.json and
+/// lock file that named TypeScript 5.9 (`typescript/layouts/1/`), and a practice.toml that records them.
+fn typescript_layout_1_directory() -> (tempfile::TempDir, PathBuf) {
+    let (tmp, dir) = practice_ts();
+    let old = chapter_dir().join("typescript/layouts/1");
+    let metadata_path = dir.join(".pi-course/practice.toml");
+    let mut metadata = fs::read_to_string(&metadata_path).unwrap();
+    assert!(metadata.contains("\nlayout = 2\n"), "{metadata}");
+    metadata = metadata.replace("\nlayout = 2\n", "\nlayout = 1\n");
+    for name in ["package.json", "package-lock.json"] {
+        let today = fs::read(dir.join(name)).unwrap();
+        let then = fs::read(old.join(name)).unwrap();
+        assert!(
+            String::from_utf8_lossy(&then).contains("\"typescript\": \"5.9.3\""),
+            "layout 1's {name} names TypeScript 5.9"
+        );
+        metadata = metadata.replace(&sha256(&today), &sha256(&then));
+        fs::write(dir.join(name), then).unwrap();
+    }
+    fs::write(&metadata_path, metadata).unwrap();
+    (tmp, dir)
+}
+
+/// What compiled in each build slot of `cache`: the TypeScript version its `.tsbuildinfo` records.
+fn compilers_in(cache: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for key in fs::read_dir(cache.join("work"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for slot in fs::read_dir(key.path()).into_iter().flatten().flatten() {
+            if let Ok(info) = fs::read_to_string(slot.path().join("dist/.tsbuildinfo")) {
+                let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+                found.push(info["version"].as_str().unwrap_or("?").to_string());
+            }
+        }
+    }
+    found
+}
+
+/// A TypeScript directory that an earlier release made, whose lock file names TypeScript 5.9, grades with
+/// that compiler (run on node), while a directory made today compiles with TypeScript 7's native one:
+/// same verdicts, same diagnostics at the learner's file.
+#[test]
+fn a_typescript_directory_of_layout_1_grades_with_the_compiler_its_lock_file_names() {
+    let (_old_tmp, old) = typescript_layout_1_directory();
+    let (_new_tmp, new) = practice_ts();
+    for (dir, compiler) in [(&old, "5.9.3"), (&new, "7.0.2")] {
+        let cache = private_cache();
+        write_ts_loop(dir, &ts_solution());
+        let (code, json) = grade_json_in(cache.path(), dir, &[]);
+        assert_eq!(
+            (code, json["status"].as_str()),
+            (0, Some("pass")),
+            "{json:#}"
+        );
+        assert_eq!(compilers_in(cache.path()), [compiler], "{}", dir.display());
+
+        write_ts_loop(
+            dir,
+            &format!("{}\nconst wrong: number = \"a string\";\n", ts_solution()),
+        );
+        let (code, json) = grade_json_in(cache.path(), dir, &[]);
+        let message = json["message"].as_str().unwrap_or_default();
+        assert_eq!(
+            (code, json["status"].as_str()),
+            (1, Some("error")),
+            "{json:#}"
+        );
+        assert!(
+            message.contains("src/agent-loop.ts(") && message.contains("error TS2322"),
+            "{compiler}: {message}"
+        );
+    }
+}
