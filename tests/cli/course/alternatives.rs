@@ -36,54 +36,14 @@ const SHAPES: [&str; 10] = [
     "flat",
 ];
 
+/// The shapes the guard must cover are all there. Each alternative is graded as a case of its own
+/// (`course::cases::ch07::rust::alternative::*`), where it must pass every group.
 #[test]
-fn every_alternative_loop_passes_every_group() {
+fn every_shape_the_guard_must_cover_has_an_alternative() {
     let loops = alternatives();
     for shape in SHAPES {
         assert!(loops.contains_key(shape), "no alternatives/{shape}.rs");
     }
-    let (_tmp, dir) = practice();
-    let mut failed = Vec::new();
-    for (name, code) in &loops {
-        write_loop(&dir, code);
-        let (exit, json) = grade_json(&dir, &[]);
-        for g in json["groups"].as_array().unwrap() {
-            if g["status"] == "pass" {
-                continue;
-            }
-            let failing: Vec<String> = g["tests"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|t| t["status"] != "pass")
-                .map(|t| format!("    {} ({}): {}", t["name"], t["status"], t["message"]))
-                .collect();
-            failed.push(format!(
-                "{name}: {} is {}\n{}",
-                g["slug"],
-                g["status"],
-                failing.join("\n")
-            ));
-        }
-        if exit != 0 || json["status"] != "pass" {
-            failed.push(format!("{name}: exit {exit}, status {}", json["status"]));
-        }
-        for slug in REQUIRED {
-            assert!(
-                json["groups"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|g| g["slug"] == slug),
-                "{name}: no group {slug} in {json:#}"
-            );
-        }
-    }
-    assert!(
-        failed.is_empty(),
-        "correct loops the chapter's tests reject:\n{}",
-        failed.join("\n")
-    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! given files compile clean.
 
 mod alternatives;
+mod cases;
 mod content;
 mod mutants;
 mod staged;
