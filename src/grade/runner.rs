@@ -16,7 +16,8 @@
 //! probably hung, and waiting for its timeout must not hold up the others. At most [`Runner::max_live`]
 //! test processes exist at once.
 //!
-//! **Judged again, alone.** A verdict that time decided (the grader's timeout, or the driver's hang watch)
+//! **Judged again, alone.** A verdict that time decided (the grader's timeout, the driver's hang watch, or
+//! the driver giving up a wait)
 //! can be another process's doing: in a class, a classmate's tests spinning on every core. So a test
 //! judged by time whose process was kept from the CPU (its threads waited to run for a quarter of its
 //! time or more, and ran for half of it or less: see [`starved`]; a loop that hangs waits for nothing, a
@@ -522,12 +523,22 @@ impl Runner {
 /// Whether time decided `result`: the grader's timeout, or the driver's hang watch (a trace that ends
 /// with `hang`).
 fn judged_by_time(result: &TestResult) -> bool {
-    let hang = result
+    let decided_by_a_wait = result
         .evidence
         .as_ref()
-        .and_then(|e| e.trace.last())
-        .is_some_and(|step| step["kind"] == "hang");
-    matches!(result.outcome, Outcome::TimedOut { .. }) || hang
+        .is_some_and(|e| waited_in_vain(&e.trace));
+    matches!(result.outcome, Outcome::TimedOut { .. }) || decided_by_a_wait
+}
+
+/// Whether a trace holds a verdict a driver's patience decided: it ends with the hang watch's step, or
+/// the driver gave up waiting for the loop (a `gave_up` step: the next model event never forwarded, a
+/// call that never started). Both only mean "not within the quiet time", which a classmate's spinning
+/// threads can make true of a correct loop.
+fn waited_in_vain(trace: &[Value]) -> bool {
+    trace.last().is_some_and(|step| step["kind"] == "hang")
+        || trace
+            .iter()
+            .any(|step| step["kind"] == "driver" && step["action"] == "gave_up")
 }
 
 /// Follows one record of `name`'s process: `Some(true)` once its trace is finished, `Some(false)` once
@@ -915,6 +926,22 @@ fn log(gates: &std::path::Path, line: &str) {
             std::fs::read_to_string(gates.join("log")).unwrap_or_default(),
             ""
         );
+    }
+
+    #[test]
+    fn a_hang_or_a_wait_given_up_is_a_verdict_of_time_and_nothing_else_is() {
+        let step = |kind: &str| json!({ "kind": kind });
+        assert!(waited_in_vain(&[step("request"), step("hang")]));
+        let gave_up = json!({"kind": "driver", "action": "gave_up", "waiting_for": "x"});
+        assert!(waited_in_vain(&[step("request"), gave_up, step("result")]));
+        let released = json!({"kind": "driver", "action": "release"});
+        assert!(!waited_in_vain(&[
+            step("request"),
+            released,
+            step("result")
+        ]));
+        assert!(!waited_in_vain(&[step("hang"), step("result")]));
+        assert!(!waited_in_vain(&[]));
     }
 
     #[test]
