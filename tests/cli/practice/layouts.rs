@@ -4,7 +4,8 @@
 //! `fixtures/layout-1/` holds what the release before layout 2 wrote that is the learner's or unique to the
 //! directory: its `.pi-course/practice.toml` (no layout recorded, the fingerprints of the files it wrote),
 //! its reference loop, which declares the public types itself, and under `written/` the given files only
-//! that release had (its test crate, harness and lock file): the fingerprints prove they are what it wrote.
+//! that release had (its test crate, its harness with the `protocol.rs` that today lives in the judge
+//! crate, and its lock file): the fingerprints prove they are what it wrote.
 //! Such a directory is graded with today's driver (`layouts/1/` in the chapter), never with its own tests.
 
 use std::collections::BTreeMap;
