@@ -303,3 +303,49 @@ fn each_case_finds_its_data_by_name() {
         assert!(found, "{chapter} {track:?} {kind} {name}");
     }
 }
+
+/// Each track's mutants have names of their own and a description, name a group of the chapter, cover
+/// every group (at least 30 of them in all), and their edits apply to today's reference, each exactly once.
+#[test]
+fn every_tracks_mutants_cover_every_group_and_apply_to_the_reference() {
+    for entry in fs::read_dir(repo().join("chapters")).unwrap() {
+        let chapter = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let slugs = slugs(&chapter);
+        for track in [Track::Rust, Track::TypeScript] {
+            let mutants = mutants(&chapter, track);
+            let what = format!("{chapter} {}", track.name());
+            assert!(
+                mutants.len() >= 30,
+                "{what}: only {} mutants",
+                mutants.len()
+            );
+            let names: BTreeSet<&str> = mutants.iter().map(|m| m.name.as_str()).collect();
+            assert_eq!(
+                names.len(),
+                mutants.len(),
+                "{what}: two mutants share a name"
+            );
+            for slug in &slugs {
+                assert!(
+                    mutants.iter().any(|m| &m.group == slug),
+                    "{what}: no mutant for group {slug}"
+                );
+            }
+            let reference = track.reference(&chapter);
+            for m in &mutants {
+                assert!(
+                    slugs.contains(&m.group),
+                    "{what} {}: group {}",
+                    m.name,
+                    m.group
+                );
+                assert!(
+                    !m.description.is_empty(),
+                    "{what} {}: a description",
+                    m.name
+                );
+                edited(&reference, m);
+            }
+        }
+    }
+}

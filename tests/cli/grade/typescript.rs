@@ -11,7 +11,6 @@ use std::fs;
 use std::path::Path;
 
 use crate::support::*;
-use serde::Deserialize;
 use serde_json::Value;
 
 const METADATA: &str = ".pi-course/practice.toml";
@@ -319,76 +318,6 @@ fn the_reference_passes_every_group_and_the_skeleton_fails_every_required_one() 
 // ---------------------------------------------------------------------------------------------------
 // 3. Every mutant is caught by its group
 // ---------------------------------------------------------------------------------------------------
-
-#[derive(Deserialize)]
-struct Mutants {
-    mutant: Vec<Mutant>,
-}
-
-#[derive(Deserialize)]
-struct Mutant {
-    name: String,
-    group: String,
-    description: String,
-    edit: Vec<Edit>,
-}
-
-#[derive(Deserialize)]
-struct Edit {
-    find: String,
-    replace: String,
-}
-
-/// The reference with the mutant's edits applied in order; each `find` must occur exactly once.
-fn mutate(reference: &str, m: &Mutant) -> String {
-    let mut code = reference.to_string();
-    for (i, e) in m.edit.iter().enumerate() {
-        let n = code.matches(&e.find).count();
-        assert_eq!(
-            n,
-            1,
-            "mutant {}: edit {} must match exactly once, matches {n} times",
-            m.name,
-            i + 1
-        );
-        code = code.replacen(&e.find, &e.replace, 1);
-    }
-    assert_ne!(code, reference, "mutant {} changes nothing", m.name);
-    code
-}
-
-#[test]
-fn the_typescript_mutants_cover_every_group_and_apply_to_the_reference() {
-    let path = ts_dir().join("mutants.toml");
-    let text = fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}: the track has no mutants yet", path.display()));
-    let mutants = toml::from_str::<Mutants>(&text)
-        .expect("typescript/mutants.toml parses")
-        .mutant;
-    assert!(
-        mutants.len() >= 30,
-        "only {} mutants: the TypeScript instrument is proven by at least 30",
-        mutants.len()
-    );
-    let slugs = all_slugs();
-    for slug in &slugs {
-        assert!(
-            mutants.iter().any(|m| &m.group == slug),
-            "no mutant for group {slug}"
-        );
-    }
-    let names: BTreeSet<&str> = mutants.iter().map(|m| m.name.as_str()).collect();
-    assert_eq!(names.len(), mutants.len(), "two mutants share a name");
-
-    // Each is graded as a case of its own (`course::cases::ch07::typescript::mutant::*`), where its
-    // group must catch it; here its edits must apply to today's reference, each exactly once.
-    let reference = ts_solution();
-    for m in &mutants {
-        assert!(slugs.contains(&m.group), "{}: group {}", m.name, m.group);
-        assert!(!m.description.is_empty(), "{}: a description", m.name);
-        mutate(&reference, m);
-    }
-}
 
 // ---------------------------------------------------------------------------------------------------
 // 4. Every alternative loop passes
