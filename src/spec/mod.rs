@@ -9,6 +9,18 @@ use serde_json::Value;
 
 pub use rng::Rng;
 
+/// A JSON object of `fields`, moved in. `json!` serialises each value it is given by reference, a deep
+/// copy; a specification builds megabytes of expected steps out of values it already owns, so its large
+/// parts go in through here.
+pub fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
+}
+
 /// One test of one grade: a scenario drawn into an instance, with its expected trace.
 #[derive(Debug, Clone)]
 pub struct Case {

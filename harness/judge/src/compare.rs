@@ -117,37 +117,62 @@ fn is_instance_mark(step: &Value) -> bool {
     step.get("kind").and_then(Value::as_str) == Some(INSTANCE)
 }
 
-/// The instances of a test: one, or each of `runs` with the steps that follow its mark. Steps before the
-/// first mark go to the first instance, and marks past the last instance stay in the last one's steps:
-/// either way that instance diverges there.
-fn instances<'a>(expected: &'a Value, trace: &'a [Value]) -> Vec<Instance<'a>> {
-    let Some(runs) = expected.get("runs").and_then(Value::as_array) else {
-        return vec![Instance {
-            expected: Cow::Borrowed(expected),
-            steps: Cow::Borrowed(trace),
-            which: None,
-        }];
-    };
-    let mut segments: Vec<Vec<Value>> = vec![Vec::new()];
+/// The steps of each of a test's `runs` instances: those that follow its mark. Steps before the first
+/// mark go to the first instance, and marks past the last instance stay in the last one's steps: either
+/// way that instance diverges there. A segment that is one stretch of the trace is borrowed from it.
+fn segments(trace: &[Value], runs: usize) -> Vec<Cow<'_, [Value]>> {
+    // Each segment as stretches of the trace, `(start, end)`.
+    let mut stretches: Vec<Vec<(usize, usize)>> = vec![vec![(0, 0)]];
     let mut marks = 0;
-    for step in trace {
+    for (i, step) in trace.iter().enumerate() {
         if is_instance_mark(step) {
             marks += 1;
             // The first mark opens the first instance, each later one the next while any is left.
-            if marks == 1 {
-                continue;
-            }
-            if segments.len() < runs.len() {
-                segments.push(Vec::new());
+            let opens = if marks == 1 {
+                stretches[0].push((i + 1, i + 1));
+                true
+            } else if stretches.len() < runs {
+                stretches.push(vec![(i + 1, i + 1)]);
+                true
+            } else {
+                false
+            };
+            if opens {
                 continue;
             }
         }
-        segments
-            .last_mut()
-            .expect("one segment at least")
-            .push(step.clone());
+        let last = stretches.last_mut().and_then(|s| s.last_mut());
+        last.expect("one stretch at least").1 = i + 1;
     }
-    let shared: Map<String, Value> = expected
+    let mut segments: Vec<Cow<'_, [Value]>> = stretches
+        .into_iter()
+        .map(|parts| {
+            let parts: Vec<_> = parts.into_iter().filter(|(a, b)| a < b).collect();
+            match parts.as_slice() {
+                [] => Cow::Borrowed(&trace[..0]),
+                [(a, b)] => Cow::Borrowed(&trace[*a..*b]),
+                more => Cow::Owned(
+                    more.iter()
+                        .flat_map(|(a, b)| &trace[*a..*b])
+                        .cloned()
+                        .collect(),
+                ),
+            }
+        })
+        .collect();
+    segments.resize(runs.max(1), Cow::Borrowed(&trace[..0]));
+    segments
+}
+
+/// Instance `i` of a test that holds `runs`, with `steps`: its expected graph is the test's shared keys
+/// (the rules, the test's Lab) with the run's alternatives.
+fn instance_of<'a>(
+    expected: &'a Value,
+    runs: &'a [Value],
+    i: usize,
+    steps: Cow<'a, [Value]>,
+) -> Instance<'a> {
+    let mut graph: Map<String, Value> = expected
         .as_object()
         .map(|o| {
             o.iter()
@@ -156,31 +181,34 @@ fn instances<'a>(expected: &'a Value, trace: &'a [Value]) -> Vec<Instance<'a>> {
                 .collect()
         })
         .unwrap_or_default();
-    let of = runs.len();
-    runs.iter()
-        .enumerate()
-        .map(|(i, run)| {
-            let mut graph = shared.clone();
-            graph.insert(
-                "alternatives".into(),
-                run.get("alternatives").cloned().unwrap_or(Value::Null),
-            );
-            Instance {
-                expected: Cow::Owned(Value::Object(graph)),
-                steps: Cow::Owned(segments.get(i).cloned().unwrap_or_default()),
-                which: Some((i + 1, of, run.get("about"))),
-            }
-        })
-        .collect()
+    let run = &runs[i];
+    graph.insert(
+        "alternatives".into(),
+        run.get("alternatives").cloned().unwrap_or(Value::Null),
+    );
+    Instance {
+        expected: Cow::Owned(Value::Object(graph)),
+        steps,
+        which: Some((i + 1, runs.len(), run.get("about"))),
+    }
 }
 
 /// The instance that decides the verdict, with its comparison: the first that diverges, else the last.
+/// Each instance is compared where it lies; only the deciding one is put together as an [`Instance`].
 fn focus<'a>(
     expected: &'a Value,
     trace: &'a [Value],
 ) -> (Instance<'a>, Result<(), Box<Divergence>>) {
-    let mut all = instances(expected, trace);
-    if all.is_empty() {
+    let Some(runs) = expected.get("runs").and_then(Value::as_array) else {
+        let one = Instance {
+            expected: Cow::Borrowed(expected),
+            steps: Cow::Borrowed(trace),
+            which: None,
+        };
+        let outcome = compare_one(&one.expected, &one.steps);
+        return (one, outcome);
+    };
+    if runs.is_empty() {
         // A test of no instance at all: nothing can pass it.
         let none = Instance {
             expected: Cow::Owned(Value::Null),
@@ -190,25 +218,35 @@ fn focus<'a>(
         let outcome = compare_one(&none.expected, &none.steps);
         return (none, outcome);
     }
-    let last = all.len() - 1;
-    for (i, instance) in all.iter().enumerate() {
-        let outcome = compare_one(&instance.expected, &instance.steps);
+    let mut segments = segments(trace, runs.len());
+    let last = runs.len() - 1;
+    for (i, run) in runs.iter().enumerate() {
+        let outcome = compare_alternatives(alternatives_of(run), &segments[i]);
         if outcome.is_err() || i == last {
-            let instance = all.swap_remove(i);
-            return (instance, outcome);
+            let steps = segments.swap_remove(i);
+            return (instance_of(expected, runs, i, steps), outcome);
         }
     }
     unreachable!("the last instance returns")
 }
 
-/// Compares `trace` with every alternative of `expected`: `Ok` when one of them matches the whole trace,
-/// otherwise the divergence of the alternative that went furthest.
-fn compare_one(expected: &Value, trace: &[Value]) -> Result<(), Box<Divergence>> {
-    let alternatives = expected
+/// An expected graph's alternatives.
+fn alternatives_of(expected: &Value) -> &[Value] {
+    expected
         .get("alternatives")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// Compares `trace` with every alternative of `expected`: `Ok` when one of them matches the whole trace,
+/// otherwise the divergence of the alternative that went furthest.
+fn compare_one(expected: &Value, trace: &[Value]) -> Result<(), Box<Divergence>> {
+    compare_alternatives(alternatives_of(expected), trace)
+}
+
+/// Compares `trace` with each of `alternatives`, as [`compare_one`] does.
+fn compare_alternatives(alternatives: &[Value], trace: &[Value]) -> Result<(), Box<Divergence>> {
     let mut furthest: Option<Box<Divergence>> = None;
     for alternative in alternatives {
         match walk(alternative, trace, &mut Vec::new()) {

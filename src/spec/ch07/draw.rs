@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use super::cover::{self, Row};
 use super::scenario::{Count, MaxSteps, Scenario, TurnTemplate};
 use super::wire;
+use crate::spec::object;
 use crate::spec::rng::Rng;
 
 const WORDS: &[&str] = &[
@@ -141,13 +142,13 @@ impl<'r> Drawing<'r> {
                     _ => self.turn(index, reply, template),
                 };
                 let (message, events, _) = &turn;
-                turns.push(json!({
-                    "message": message,
-                    "events": events,
-                    "paced": template.paced,
-                    "abort": template.abort,
-                    "edit_context": template.edit_context,
-                }));
+                turns.push(object([
+                    ("message", message.clone()),
+                    ("events", Value::Array(events.clone())),
+                    ("paced", json!(template.paced)),
+                    ("abort", json!(template.abort)),
+                    ("edit_context", json!(template.edit_context)),
+                ]));
                 previous = Some(turn);
             }
         }
@@ -175,23 +176,30 @@ impl<'r> Drawing<'r> {
             }
             Some(MaxSteps::Count(c)) => json!(self.count("max_steps", Some(*c), 1)),
         };
-        json!({
-            "test": s.name,
-            "system_prompt": system_prompt,
-            "caller": caller,
-            "tools": tools,
-            "executor": s.executor.unwrap_or(false),
-            "signal": s.signal.unwrap_or(true),
-            "pre_abort": s.pre_abort,
-            "edit_at_start": s.edit_at_start,
-            "max_steps": max_steps,
-            "on_event": s.on_event.unwrap_or(true),
-            "turns": turns,
-            "exhausted": wire::assistant(vec![], "error", Some("the script has no reply left")),
-            "calls": self.calls,
-            "tool_runs": self.tool_runs,
-            "plan": self.plan,
-        })
+        // Each list in a map of id to values, moved in (see [`object`]).
+        let lists = |map: BTreeMap<String, Vec<Value>>| {
+            Value::Object(map.into_iter().map(|(k, v)| (k, Value::Array(v))).collect())
+        };
+        object([
+            ("test", json!(s.name)),
+            ("system_prompt", json!(system_prompt)),
+            ("caller", Value::Array(caller)),
+            ("tools", Value::Array(tools)),
+            ("executor", json!(s.executor.unwrap_or(false))),
+            ("signal", json!(s.signal.unwrap_or(true))),
+            ("pre_abort", json!(s.pre_abort)),
+            ("edit_at_start", json!(s.edit_at_start)),
+            ("max_steps", max_steps),
+            ("on_event", json!(s.on_event.unwrap_or(true))),
+            ("turns", Value::Array(turns)),
+            (
+                "exhausted",
+                wire::assistant(vec![], "error", Some("the script has no reply left")),
+            ),
+            ("calls", lists(self.calls)),
+            ("tool_runs", lists(self.tool_runs)),
+            ("plan", Value::Array(self.plan)),
+        ])
     }
 
     /// A failure's message, in the shape the deck deals: `line` as it is, over several lines, or empty.

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde_json::{json, Value};
 
 use super::wire;
+use crate::spec::object;
 
 /// The default limit of model requests (the chapter's DEFAULT_MAX_STEPS).
 pub const DEFAULT_MAX_STEPS: u64 = 32;
@@ -24,7 +25,18 @@ pub const LENGTH_TEXT: &str =
 /// The expected graph of `instance`, once per free path the run may take (who answers repeated ids).
 pub fn alternatives(instance: &Value) -> Vec<Vec<Value>> {
     let mut found: Vec<Vec<Value>> = Vec::new();
-    for sibling in [Sibling::Skipped, Sibling::Executed, Sibling::Refused] {
+    // Who answers a repeated id matters only to a message that repeats one: every other instance has
+    // one path, and simulating it three times would only find it three times.
+    let repeats = instance["turns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|turn| repeats_an_id(&wire::calls_of(&turn["message"])));
+    let siblings: &[Sibling] = match repeats {
+        true => &[Sibling::Skipped, Sibling::Executed, Sibling::Refused],
+        false => &[Sibling::Skipped],
+    };
+    for &sibling in siblings {
         let mut sim = Sim::new(instance);
         sim.sibling = sibling;
         sim.run();
@@ -54,7 +66,11 @@ impl Graph {
         rule: &str,
         path_rules: Value,
     ) -> usize {
-        let mut step = json!({ "after": after, "match": pattern, "rule": rule });
+        let mut step = object([
+            ("after", json!(after)),
+            ("match", pattern),
+            ("rule", json!(rule)),
+        ]);
         if path_rules.as_object().is_some_and(|o| !o.is_empty()) {
             step["path_rules"] = path_rules;
         }
@@ -86,8 +102,8 @@ enum Sibling {
 }
 
 #[derive(Clone)]
-struct Sim {
-    instance: Value,
+struct Sim<'a> {
+    instance: &'a Value,
     graph: Graph,
     transcript: Vec<Value>,
     caller_prompt: String,
@@ -108,13 +124,13 @@ fn text_of(v: &Value) -> String {
 }
 
 fn event(inner: Value) -> Value {
-    json!({ "kind": "event", "event": inner })
+    object([("kind", json!("event")), ("event", inner)])
 }
 
-impl Sim {
-    fn new(instance: &Value) -> Sim {
+impl<'a> Sim<'a> {
+    fn new(instance: &'a Value) -> Sim<'a> {
         Sim {
-            instance: instance.clone(),
+            instance,
             graph: Graph {
                 steps: Vec::new(),
                 last: Vec::new(),
@@ -193,14 +209,14 @@ impl Sim {
     fn turn(&mut self) {
         self.steps += 1;
         let n = self.steps;
-        let request = json!({
-            "kind": "request",
-            "n": n,
-            "system_prompt": self.system_prompt(),
-            "messages": self.transcript.clone(),
-            "tools": self.instance["tools"].clone(),
-            "signal": { "$absent_or": "run" },
-        });
+        let request = object([
+            ("kind", json!("request")),
+            ("n", json!(n)),
+            ("system_prompt", self.system_prompt()),
+            ("messages", Value::Array(self.transcript.clone())),
+            ("tools", self.instance["tools"].clone()),
+            ("signal", json!({ "$absent_or": "run" })),
+        ]);
         let messages_rule = match (n, self.last_batch) {
             (1, _) => "request",
             (_, 2..) => "call-order",
@@ -211,13 +227,16 @@ impl Sim {
         });
         self.graph.then_with(request, messages_rule, path_rules);
 
-        let turns = self.instance["turns"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let turn = turns.get(n as usize - 1).cloned().unwrap_or_else(
-            || json!({ "message": self.instance["exhausted"], "events": [], "paced": false }),
-        );
+        let instance = self.instance;
+        let exhausted;
+        let turn = match instance["turns"].get(n as usize - 1) {
+            Some(turn) => turn,
+            None => {
+                exhausted =
+                    json!({ "message": instance["exhausted"], "events": [], "paced": false });
+                &exhausted
+            }
+        };
         if turn["abort"] == true {
             self.graph.then(
                 json!({ "kind": "driver", "action": "abort" }),
@@ -234,7 +253,7 @@ impl Sim {
             self.caller_prompt.push_str(EDIT);
             self.caller_messages.push(wire::user(EDIT));
         }
-        for e in turn["events"].as_array().cloned().unwrap_or_default() {
+        for e in turn["events"].as_array().into_iter().flatten() {
             self.emit(
                 json!({ "type": "model_event", "event": e }),
                 "forward-events",
@@ -275,19 +294,26 @@ impl Sim {
 
     fn end(&mut self, reason: &str, rule: &str) {
         self.emit(json!({ "type": "turn_end", "reason": reason }), rule);
-        let result = json!({
-            "kind": "result",
-            "reason": reason,
-            "steps": self.steps,
-            "messages": self.transcript.clone(),
-            "caller": { "system_prompt": self.caller_prompt.clone(), "messages": self.caller_messages.clone() },
+        let caller = object([
+            ("system_prompt", json!(self.caller_prompt)),
+            ("messages", Value::Array(self.caller_messages.clone())),
+        ]);
+        let result = object([
+            ("kind", json!("result")),
+            ("reason", json!(reason)),
+            ("steps", json!(self.steps)),
+            ("messages", Value::Array(self.transcript.clone())),
+            ("caller", caller),
             // Whether the caller's signal is aborted once the run returned: only if the test aborted it.
             // A run handed no signal has none the caller holds (TypeScript records none).
-            "signal_aborted": match self.instance["signal"] == true {
-                true => json!(self.aborted),
-                false => json!({ "$absent_or": false }),
-            },
-        });
+            (
+                "signal_aborted",
+                match self.instance["signal"] == true {
+                    true => json!(self.aborted),
+                    false => json!({ "$absent_or": false }),
+                },
+            ),
+        ]);
         let path_rules = json!({ "caller": "caller-untouched", "messages": "result", "steps": rule, "reason": rule,
                                  "signal_aborted": "signal-read-only" });
         self.graph.then_with(result, rule, path_rules);

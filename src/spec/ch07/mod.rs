@@ -11,9 +11,9 @@ mod space;
 mod wire;
 
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::{Case, Rng};
+use super::{object, Case, Rng};
 
 const RULES: &str = include_str!("../../../chapters/07-agent-loop/rules.toml");
 const CHAPTER: &str = include_str!("../../../chapters/07-agent-loop/chapter.toml");
@@ -44,7 +44,7 @@ pub fn cases(seed: u64) -> Vec<Case> {
                 name: s.name,
                 group: s.group,
                 about: s.about,
-                instance: json!({ "runs": instances }),
+                instance: object([("runs", Value::Array(instances))]),
                 expected,
             }
         })
@@ -71,11 +71,14 @@ fn expected(instances: &[Value], rows: &[cover::Row], rules: &Map<String, Value>
         }
         let alternatives: Vec<Value> = alternatives
             .into_iter()
-            .map(|steps| json!({ "steps": steps }))
+            .map(|steps| object([("steps", Value::Array(steps))]))
             .collect();
-        runs.push(json!({ "alternatives": alternatives, "about": cover::about(row) }));
+        runs.push(object([
+            ("alternatives", Value::Array(alternatives)),
+            ("about", cover::about(row)),
+        ]));
     }
-    json!({ "runs": runs, "rules": used })
+    object([("runs", Value::Array(runs)), ("rules", Value::Object(used))])
 }
 
 #[derive(Deserialize)]

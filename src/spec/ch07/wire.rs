@@ -3,6 +3,8 @@
 
 use serde_json::{json, Value};
 
+use crate::spec::object;
+
 pub fn text(text: &str) -> Value {
     json!({ "type": "text", "text": text })
 }
@@ -12,7 +14,11 @@ pub fn user(line: &str) -> Value {
 }
 
 pub fn assistant(content: Vec<Value>, stop_reason: &str, error_message: Option<&str>) -> Value {
-    let mut message = json!({ "role": "assistant", "content": content, "stopReason": stop_reason });
+    let mut message = object([
+        ("role", json!("assistant")),
+        ("content", Value::Array(content)),
+        ("stopReason", json!(stop_reason)),
+    ]);
     if let Some(error) = error_message {
         message["errorMessage"] = json!(error);
     }
@@ -30,14 +36,14 @@ pub fn tool_result(
     details: Value,
     is_error: bool,
 ) -> Value {
-    json!({
-        "role": "toolResult",
-        "toolCallId": id,
-        "toolName": name,
-        "content": content,
-        "details": details,
-        "isError": is_error,
-    })
+    object([
+        ("role", json!("toolResult")),
+        ("toolCallId", json!(id)),
+        ("toolName", json!(name)),
+        ("content", Value::Array(content)),
+        ("details", details),
+        ("isError", json!(is_error)),
+    ])
 }
 
 /// The calls of an assistant message, in the order the model wrote them.
