@@ -872,3 +872,22 @@ pub fn interrupt_grade(
     let tests = seen.into_iter().filter(|p| is_test(p)).collect();
     (out, left, tests)
 }
+
+/// `n` seeds spread over the whole range, from a base drawn fresh every run and printed, as property
+/// tests do: `PI_COURSE_SEEDS_BASE=N` replays a run, and a failure names its seed, so
+/// `pi-course grade --seed N` replays that one grade.
+pub fn fresh_seeds(n: u64) -> Vec<u64> {
+    let base = std::env::var("PI_COURSE_SEEDS_BASE")
+        .ok()
+        .and_then(|b| b.parse::<u64>().ok())
+        .unwrap_or_else(|| {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap();
+            now.as_nanos() as u64 ^ u64::from(std::process::id())
+        });
+    eprintln!("seeds: PI_COURSE_SEEDS_BASE={base}");
+    (1..=n)
+        .map(|i| base.wrapping_add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+        .collect()
+}

@@ -23,25 +23,6 @@ fn fixture(seed: u64) -> String {
     json!({"version": 1, "seed": seed, "tests": tests}).to_string()
 }
 
-/// 200 seeds spread over the whole range, from a base drawn fresh every run and printed, as property
-/// tests do: `PI_COURSE_SEEDS_BASE=N` replays a run, and a failure names its seed, so
-/// `pi-course grade --seed N` replays that one grade.
-fn seeds() -> Vec<u64> {
-    let base = std::env::var("PI_COURSE_SEEDS_BASE")
-        .ok()
-        .and_then(|b| b.parse::<u64>().ok())
-        .unwrap_or_else(|| {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap();
-            now.as_nanos() as u64 ^ u64::from(std::process::id())
-        });
-    eprintln!("seeds: PI_COURSE_SEEDS_BASE={base}");
-    (1..=SEEDS)
-        .map(|i| base.wrapping_add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
-        .collect()
-}
-
 #[test]
 fn the_rust_reference_passes_under_two_hundred_seeds() {
     let (tmp, dir) = practice();
@@ -62,7 +43,7 @@ fn the_rust_reference_passes_under_two_hundred_seeds() {
         .find_map(|m| m["executable"].as_str().map(std::path::PathBuf::from))
         .expect("cargo names the test executable");
     let mut failed = Vec::new();
-    for seed in seeds() {
+    for seed in fresh_seeds(SEEDS) {
         let file = tmp.path().join(format!("seed-{seed}.json"));
         fs::write(&file, fixture(seed)).unwrap();
         let out = Command::new(&exe)
@@ -89,7 +70,7 @@ fn the_typescript_reference_passes_under_two_hundred_seeds() {
     fs::write(dir.join("src/agent-loop.ts"), ts_solution()).unwrap();
     build_typescript(&dir);
     let mut files = Vec::new();
-    for seed in seeds() {
+    for seed in fresh_seeds(SEEDS) {
         let file = tmp.path().join(format!("seed-{seed}.json"));
         fs::write(&file, fixture(seed)).unwrap();
         files.push(file);
