@@ -320,6 +320,9 @@ async fn build_and_run(
     progress(Stage::Preparing);
     prepare::prepare(chapter, &editable, &build_dir.path)?;
 
+    if track.installs_dependencies(&opts.cache, &build_dir.path) {
+        progress(Stage::Installing);
+    }
     let first_of = track.dependencies_to_compile(&build_dir);
     progress(Stage::Building {
         last_crate: None,

@@ -622,6 +622,8 @@ pub enum Stage {
     /// Another grade holds the build directory; waiting for it.
     Waiting,
     Preparing,
+    /// A first grade installs the track's dependencies once (the TypeScript track's `npm ci`).
+    Installing,
     /// cargo is building; the crate it just finished, and how many so far. `first_of` is the number of
     /// crates to compile when this build slot has never built (a first grade compiles the dependencies).
     Building {

@@ -167,18 +167,23 @@ impl Progress {
         if stage == Stage::Waiting && self.state.is_none() && !self.said_waiting.replace(true) {
             eprintln!("{}", lang.t("progress-waiting", &[]));
         }
-        // The first grade in a cache compiles the dependencies (8 s idle, up to a minute when busy): said
-        // once in a line of its own, so that a grade without a spinner does not look hung either.
-        if let Stage::Building {
-            first_of: Some(_), ..
-        } = stage
-        {
+        // The first grade in a cache compiles the dependencies (8 s idle, up to a minute when busy), or
+        // installs them: said once in a line of its own, so that a grade without a spinner does not look
+        // hung either.
+        let notice = match stage {
+            Stage::Building {
+                first_of: Some(_), ..
+            } => Some("progress-first-build-notice"),
+            Stage::Installing => Some("progress-first-install-notice"),
+            _ => None,
+        };
+        if let Some(notice) = notice {
             if !self.said_first_build.replace(true) {
                 if self.state.is_some() {
                     // The notice goes above the spinner's line, which shows the count.
                     eprint!("\r\x1b[2K");
                 }
-                eprintln!("{}", lang.t("progress-first-build-notice", &[]));
+                eprintln!("{}", lang.t(notice, &[]));
             }
         }
         let text = stage_text(&stage, lang);
@@ -214,6 +219,7 @@ pub fn stage_text(stage: &Stage, lang: Lang) -> String {
     match stage {
         Stage::Waiting => lang.t("progress-waiting", &[]),
         Stage::Preparing => lang.t("progress-preparing", &[]),
+        Stage::Installing => lang.t("progress-installing", &[]),
         Stage::Building {
             crates,
             first_of: Some(total),

@@ -69,6 +69,12 @@ pub trait Adapter {
         None
     }
 
+    /// Whether the build of the slot at `build_dir` first installs the track's dependencies into the
+    /// cache at `cache` (a first grade's notice says so).
+    fn installs_dependencies(&self, _cache: &Path, _build_dir: &Path) -> bool {
+        false
+    }
+
     /// Removes what the slot's last build made of the learner's files (see
     /// [`crate::grade::occupant`]), keeping the dependencies' outputs.
     fn clear_learner_outputs<'a>(&'a self, req: &'a BuildRequest<'a>) -> Step<'a, ()>;

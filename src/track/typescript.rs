@@ -28,9 +28,15 @@ use crate::outcome::Problem;
 use crate::process;
 use crate::sandbox::BuildPaths;
 
+mod built;
+
 pub struct TypeScript;
 
 impl Adapter for TypeScript {
+    fn installs_dependencies(&self, cache: &Path, build_dir: &Path) -> bool {
+        dependencies_dir(cache, build_dir).is_ok_and(|(dir, ..)| !dir.join(INSTALLED).is_file())
+    }
+
     fn clear_learner_outputs<'a>(&'a self, req: &'a BuildRequest<'a>) -> Step<'a, ()> {
         Box::pin(std::future::ready(clear_learner_outputs(req)))
     }
@@ -120,8 +126,18 @@ pub async fn build(req: &BuildRequest<'_>, on_step: &dyn Fn(&str)) -> Result<Tes
     let node = node().await?;
     let deps = install_dependencies(req, on_step).await?;
     link_dependencies(req.build_dir, &deps)?;
-    on_step("tsc");
-    compile(req, &node, &deps, deadline).await?;
+    let io = |e: std::io::Error| Problem::Io {
+        what: req.build_dir.display().to_string(),
+        error: e.to_string(),
+    };
+    // The same files as the last successful compile of this slot: its output is today's (see `built`).
+    let inputs = built::fingerprint(req.build_dir).map_err(io)?;
+    if !built::is_current(req.build_dir, &inputs) {
+        built::forget(req.build_dir).map_err(io)?;
+        on_step("tsc");
+        compile(req, &node, &deps, deadline).await?;
+        built::record(req.build_dir, &inputs).map_err(io)?;
+    }
     Ok(test_command(req, &node))
 }
 
@@ -151,17 +167,20 @@ pub fn clear_learner_outputs(req: &BuildRequest<'_>) -> Result<(), Problem> {
 }
 
 /// `<cache>/node/<hash of package.json and its lock>/`, holding `node_modules/`.
-fn dependencies_dir(req: &BuildRequest<'_>) -> Result<(PathBuf, Vec<u8>, Vec<u8>), Problem> {
+fn dependencies_dir(
+    cache: &Path,
+    build_dir: &Path,
+) -> Result<(PathBuf, Vec<u8>, Vec<u8>), Problem> {
     let read = |name: &str| {
-        std::fs::read(req.build_dir.join(name)).map_err(|e| Problem::Io {
-            what: req.build_dir.join(name).display().to_string(),
+        std::fs::read(build_dir.join(name)).map_err(|e| Problem::Io {
+            what: build_dir.join(name).display().to_string(),
             error: e.to_string(),
         })
     };
     let (manifest, lock) = (read("package.json")?, read("package-lock.json")?);
     let both = [&(manifest.len() as u64).to_le_bytes()[..], &manifest, &lock].concat();
     let hex = &crate::metadata::fingerprint(&both)[..16];
-    Ok((req.cache.join("node").join(hex), manifest, lock))
+    Ok((cache.join("node").join(hex), manifest, lock))
 }
 
 /// The marker of a finished install: written last, so a half-made directory is never used.
@@ -172,7 +191,7 @@ async fn install_dependencies(
     req: &BuildRequest<'_>,
     on_step: &dyn Fn(&str),
 ) -> Result<PathBuf, Problem> {
-    let (dir, manifest, lock) = dependencies_dir(req)?;
+    let (dir, manifest, lock) = dependencies_dir(req.cache, req.build_dir)?;
     if dir.join(INSTALLED).is_file() {
         return Ok(dir);
     }
@@ -215,6 +234,9 @@ async fn install_dependencies(
         "--no-fund",
         "--loglevel=error",
     ])
+    // npm's own cache (downloads, logs) stays in ours, not in the learner's home.
+    .env("npm_config_cache", parent.join("npm-cache"))
+    .env("npm_config_update_notifier", "false")
     .current_dir(staging.path())
     .stdin(Stdio::null())
     .stdout(Stdio::piped())

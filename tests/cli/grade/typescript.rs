@@ -824,3 +824,54 @@ fn an_interrupted_grade_leaves_nothing_in_the_temporary_directory() {
         assert_groups_gone(&tests.iter().map(|p| p.pgid).collect());
     }
 }
+
+/// The first TypeScript grade in a cache installs TypeScript with npm once and says so, in the learner's
+/// language; npm's downloads and logs stay in the cache, not in the home directory; the next grade says
+/// nothing of a first grade.
+#[test]
+fn the_first_grade_says_it_installs_typescript_and_npm_keeps_to_the_cache() {
+    let (tmp, dir) = practice_ts();
+    let home = tmp.path().join("home");
+    fs::create_dir(&home).unwrap();
+    let first = tmp.path().join("first-cache");
+    for (lang, notice, cache) in [
+        ("zh", "首次评分：用 npm 安装 TypeScript", first.clone()),
+        (
+            "en",
+            "first grade: installing TypeScript with npm",
+            tmp.path().join("second-cache"),
+        ),
+    ] {
+        if cache != first {
+            // The second cache's npm reads the first one's downloads: one download for the test.
+            fs::create_dir_all(cache.join("node")).unwrap();
+            std::os::unix::fs::symlink(first.join("node/npm-cache"), cache.join("node/npm-cache"))
+                .unwrap();
+        }
+        let grade = |dir: &Path| {
+            pi_course(dir)
+                .env("PI_COURSE_CACHE", &cache)
+                .env("HOME", &home)
+                .args(["grade", "--lang", lang])
+                .output()
+                .unwrap()
+        };
+        let out = grade(&dir);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        assert!(stderr(&out).contains(notice), "{}", describe(&out));
+        let again = grade(&dir);
+        assert_eq!(again.status.code(), Some(1), "{}", describe(&again));
+        for said in ["首次评分", "first grade"] {
+            assert!(!stderr(&again).contains(said), "{}", describe(&again));
+        }
+    }
+    assert!(
+        fs::read_dir(first.join("node/npm-cache")).unwrap().count() > 0,
+        "npm kept nothing in the cache's node/npm-cache"
+    );
+    assert_eq!(
+        names(&home),
+        Vec::<String>::new(),
+        "npm wrote into the home directory"
+    );
+}
