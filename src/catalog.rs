@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::i18n::Lang;
 pub use crate::i18n::Text;
+use crate::sandbox::Policy;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
@@ -142,6 +143,9 @@ struct Manifest {
     layout: u32,
     #[serde(default, rename = "old_layout")]
     old_layouts: Vec<OldLayout>,
+    /// What the chapter's tests may do; by default only what every test may (see [`Policy`]).
+    #[serde(default)]
+    sandbox: Policy,
 }
 
 fn first_layout() -> u32 {
@@ -182,6 +186,8 @@ pub struct Chapter {
     pub track: Track,
     /// The chapter's other tracks, as their manifests describe them.
     other_tracks: Vec<(Track, TrackManifest)>,
+    /// What the chapter's tests may do, in every track.
+    pub sandbox: Policy,
 }
 
 /// Which Lab the learner is on, the one place this is decided: the first of `labs` (in chapter order)
@@ -425,6 +431,7 @@ impl Catalog {
                 groups: m.groups,
                 track: Track::Rust,
                 other_tracks,
+                sandbox: m.sandbox,
             });
         }
         chapters.sort_by(|a, b| a.id.cmp(&b.id));

@@ -21,7 +21,7 @@ pub use protocol::Record;
 use super::bounded_lines::BoundedLines;
 use crate::outcome::bounds::RECORD_BYTES;
 use crate::process::{self, Captured, ProcessGroup};
-use crate::sandbox::{Sandbox, TestPaths};
+use crate::sandbox::{Confined, Policy, Sandbox, TestPaths};
 use crate::track::test_command::TestCommand;
 
 /// A fresh secret for one grade: 32 hex digits from the system's random source.
@@ -49,6 +49,8 @@ pub struct TestProcess {
     pub verdicts: Verdicts,
     pub stdout: JoinHandle<Captured>,
     pub stderr: JoinHandle<Captured>,
+    /// What confines the process outside it: dropped after the process ended, before its scratch.
+    _confined: Confined,
     /// The process's own scratch directory, removed when this value is dropped (after the process group
     /// was killed: nothing writes in it any more) or when pi-course exits on a signal.
     _scratch: process::ScratchDir,
@@ -59,6 +61,7 @@ impl TestProcess {
     pub fn start(
         command: &TestCommand,
         sandbox: &Sandbox,
+        policy: Policy,
         key: &str,
         orders: Orders<'_>,
         envs: &[(&str, &str)],
@@ -79,12 +82,13 @@ impl TestProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        sandbox.confine_test(
+        let confined = sandbox.confine_test(
             &mut cmd,
             &TestPaths {
                 exe: command.program.clone(),
                 read: command.read.clone(),
                 scratch: scratch.path().to_path_buf(),
+                policy,
             },
         )?;
         cmd.env(protocol::ENV, "1");
@@ -114,6 +118,7 @@ impl TestProcess {
                 lines: BoundedLines::new(verdicts, RECORD_BYTES),
                 key: key.to_string(),
             },
+            _confined: confined,
             _scratch: scratch,
         })
     }

@@ -254,7 +254,7 @@ fn empty_result(chapter: &Chapter, groups: &[Group], opts: &GradeOptions) -> Gra
         test_target: chapter.test_target.clone(),
         track: chapter.track,
         warnings: Vec::new(),
-        protection: opts.sandbox.protection(),
+        protection: opts.sandbox.protection(chapter.sandbox),
         problem: None,
         groups: groups
             .iter()
@@ -414,6 +414,7 @@ async fn build_and_run(
         timeout: opts.timeout,
         jobs: opts.jobs,
         sandbox: opts.sandbox.clone(),
+        policy: chapter.sandbox,
         key,
         envs,
         grades_at_once: opts.grades_at_once,

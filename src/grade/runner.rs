@@ -39,7 +39,7 @@ use tokio::task::JoinSet;
 use super::channel::{Orders, Received, Record, TestProcess};
 use crate::outcome::{Evidence, Outcome, TestResult};
 use crate::process::Captured;
-use crate::sandbox::Sandbox;
+use crate::sandbox::{Policy, Sandbox};
 use crate::track::test_command::TestCommand;
 use pi_course_judge::compare;
 
@@ -93,15 +93,26 @@ pub fn starved(cpu: Duration, waited: Duration, wall: Duration) -> bool {
     waited >= wall / 4 && cpu <= wall / 2
 }
 
-/// The time every thread of process `pid` has run and waited to run (Linux's `schedstat`); `None`
-/// where the system does not say.
+/// The time every thread of process `pid` and of its children has run and waited to run (Linux's
+/// `schedstat`); `None` where the system does not say. The children count because a test that may start
+/// processes runs as the child of a stand-in that only waits (see the sandbox).
 pub fn scheduled(pid: u32) -> Option<(Duration, Duration)> {
     let (mut cpu, mut waited) = (0u64, 0u64);
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
-        let text = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
-        let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
-        cpu += fields.next()??;
-        waited += fields.next()??;
+    let mut pids = vec![pid];
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
+    pids.extend(
+        children
+            .iter()
+            .flat_map(|text| text.split_whitespace())
+            .filter_map(|p| p.parse::<u32>().ok()),
+    );
+    for pid in pids {
+        for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+            let text = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+            let mut fields = text.split_whitespace().map(|f| f.parse::<u64>().ok());
+            cpu += fields.next()??;
+            waited += fields.next()??;
+        }
     }
     Some((Duration::from_nanos(cpu), Duration::from_nanos(waited)))
 }
@@ -175,6 +186,8 @@ pub struct Runner {
     pub timeout: Duration,
     pub jobs: usize,
     pub sandbox: Sandbox,
+    /// What the chapter lets its tests do.
+    pub policy: Policy,
     /// This grade's secret: only records that carry it are verdicts.
     pub key: String,
     /// Environment for the tests, e.g. the learner's language.
@@ -206,6 +219,7 @@ impl Runner {
         TestProcess::start(
             &self.command,
             &self.sandbox,
+            self.policy,
             &self.key,
             Orders(&tests),
             &envs,
@@ -759,6 +773,7 @@ fn log(gates: &std::path::Path, line: &str) {
             timeout: Duration::from_millis(1500),
             jobs: 2,
             sandbox: Sandbox::new(Mode::Auto, limits).unwrap(),
+            policy: Policy::default(),
             key: super::super::channel::new_key().unwrap(),
             envs: Vec::new(),
             grades_at_once: 1,
@@ -853,6 +868,7 @@ fn log(gates: &std::path::Path, line: &str) {
             timeout: Duration::from_secs(60),
             jobs: 2,
             sandbox: Sandbox::new(Mode::Off, Limits::default()).unwrap(),
+            policy: Policy::default(),
             key: super::super::channel::new_key().unwrap(),
             envs: vec![("GATE_DIR".into(), gates.display().to_string())],
             grades_at_once: 1,

@@ -23,7 +23,7 @@ mod linux;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::process::Command;
 
 /// `--sandbox`: what to do when the platform cannot confine learner code.
@@ -80,6 +80,28 @@ impl Default for Limits {
     }
 }
 
+/// What a chapter's tests may do beyond what every test may (the `[sandbox]` table of its `chapter.toml`).
+/// Chapter 07's tests run a loop and start nothing; a chapter whose tools run a shell declares how many
+/// tasks its tests may have at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// How many tasks (processes and threads, as the kernel counts them against `RLIMIT_NPROC`) a test
+    /// may have alive at once, itself and its own threads included. 0, the default, lets it start no
+    /// process at all. With any other value the test runs as the first process of a process-ID and user
+    /// namespace of its own, under that limit, and may run the system's programs; when it ends, the
+    /// kernel kills everything it started, daemons included.
+    #[serde(default)]
+    pub tasks: u32,
+}
+
+impl Policy {
+    /// Whether a test may start processes.
+    pub fn starts_processes(self) -> bool {
+        self.tasks > 0
+    }
+}
+
 /// What a build may read and write, and the environment it runs with.
 #[derive(Debug, Clone)]
 pub struct BuildPaths {
@@ -106,6 +128,8 @@ pub struct TestPaths {
     pub read: Vec<PathBuf>,
     /// A fresh directory for this process alone (read and write).
     pub scratch: PathBuf,
+    /// What the chapter lets its tests do.
+    pub policy: Policy,
 }
 
 /// Confines commands that run learner code; made once per grade.
@@ -143,13 +167,21 @@ impl Sandbox {
         self.support.is_ok()
     }
 
-    /// What protects a grade made with this sandbox.
-    pub fn protection(&self) -> Protection {
+    /// What protects a grade made with this sandbox, of a chapter with this `policy`.
+    pub fn protection(&self, policy: Policy) -> Protection {
         let mut layers: Vec<String> = Vec::new();
         if self.is_active() {
-            layers.extend(
-                ["landlock-fs", "no-network", "no-new-processes", "no-proc"].map(String::from),
-            );
+            layers.extend(["landlock-fs", "no-network"].map(String::from));
+            if policy.starts_processes() {
+                layers.push("own-pid-namespace".into());
+                #[cfg(target_os = "linux")]
+                if linux::task_bound().is_some() {
+                    layers.push("process-limit".into());
+                }
+            } else {
+                layers.push("no-new-processes".into());
+            }
+            layers.push("no-proc".into());
         }
         layers.push("verdict-channel".into());
         layers.extend(["memory-limit", "file-size-limit", "build-cpu-limit"].map(String::from));
@@ -180,8 +212,8 @@ impl Sandbox {
         }
     }
 
-    /// Confines a test process: see the module docs.
-    pub fn confine_test(&self, cmd: &mut Command, paths: &TestPaths) -> io::Result<()> {
+    /// Confines a test process: see the module docs. Keep what it returns until the process has ended.
+    pub fn confine_test(&self, cmd: &mut Command, paths: &TestPaths) -> io::Result<Confined> {
         cmd.env_clear()
             .env("PATH", "/usr/bin:/bin")
             .env("HOME", &paths.scratch)
@@ -193,7 +225,8 @@ impl Sandbox {
             .current_dir(&paths.scratch);
         #[cfg(target_os = "linux")]
         {
-            linux::confine_test(cmd, paths, self.limits, self.is_active())
+            let tasks = linux::confine_test(cmd, paths, self.limits, self.is_active())?;
+            Ok(Confined { _tasks: tasks })
         }
         #[cfg(not(target_os = "linux"))]
         {
@@ -206,9 +239,17 @@ impl Sandbox {
                     (libc::RLIMIT_CORE, 0),
                 ],
             );
-            Ok(())
+            Ok(Confined {})
         }
     }
+}
+
+/// What a confined test process holds outside itself (the cgroup that bounds its tasks, where one
+/// does), released when dropped, after the process ended.
+#[derive(Debug)]
+pub struct Confined {
+    #[cfg(target_os = "linux")]
+    _tasks: Option<linux::TaskGroup>,
 }
 
 /// The first `name` among the directories of `PATH` (a program a build or test runs).
@@ -286,5 +327,22 @@ fn unix_limits(cmd: &mut Command, limits: &[(libc::c_int, u64)]) {
             }
             Ok(())
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Policy;
+
+    #[test]
+    fn a_chapter_policy_names_its_tasks_and_nothing_else() {
+        let read = |text: &str| toml::from_str::<Policy>(text);
+        assert_eq!(read("").unwrap(), Policy { tasks: 0 });
+        assert!(!read("").unwrap().starts_processes());
+        assert_eq!(read("tasks = 64").unwrap(), Policy { tasks: 64 });
+        assert!(read("tasks = 64").unwrap().starts_processes());
+        // A misspelt limit is an error, not a chapter whose tests start nothing by accident.
+        let wrong = read("processes = 64").unwrap_err().to_string();
+        assert!(wrong.contains("unknown field `processes`"), "{wrong}");
     }
 }
