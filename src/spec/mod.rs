@@ -3,6 +3,7 @@
 //! the instances of one fixed seed with their expected traces already computed.
 
 pub mod ch07;
+pub mod ch08;
 mod rng;
 
 use serde_json::Value;
@@ -36,6 +37,43 @@ pub struct Case {
     pub expected: Value,
 }
 
+/// A place where a chapter leaves a choice: the expected trace holds a node that accepts every choice
+/// (docs/JUDGE.md). Each quotes the line of the chapter that grants it; a freedom not on its chapter's
+/// list does not exist, and the guides list the same ones.
+pub struct Freedom {
+    /// The name the expected trace's nodes carry (`"$freedom"`).
+    pub name: &'static str,
+    /// What is free.
+    pub what: &'static str,
+    /// The chapter's own words that leave it free.
+    pub quote: &'static str,
+    /// The same words in English, for learners who read the course in English.
+    pub quote_en: &'static str,
+}
+
+/// One chapter's executable specification, as the grader reaches it.
+pub struct Spec {
+    /// The chapter's id, as its `chapter.toml` has it.
+    pub chapter: &'static str,
+    /// Every scenario of the chapter drawn with a seed, with the trace each must produce.
+    pub cases: fn(u64) -> Vec<Case>,
+    /// The chapter's freedoms.
+    pub freedoms: &'static [Freedom],
+}
+
+/// Every chapter's specification. A chapter adds its module and a line here; nothing else in the
+/// grader names a chapter.
+pub const SPECS: &[Spec] = &[Spec {
+    chapter: "07",
+    cases: ch07::cases,
+    freedoms: ch07::freedoms::FREEDOMS,
+}];
+
+/// The specification of `chapter`; `None` for a chapter without one.
+pub fn spec(chapter: &str) -> Option<&'static Spec> {
+    SPECS.iter().find(|s| s.chapter == chapter)
+}
+
 /// The seed of the fixed instances every practice directory holds for hand runs.
 pub const HAND_SEED: u64 = 7;
 
@@ -52,11 +90,11 @@ pub fn about(chapter: &str, test: &str) -> Option<String> {
 /// chapter's words that grant it (in the chapter's Chinese, with an English rendering for `quoted_en`).
 /// The specification knows no language of the tool's: tests/cli/judge/agreement.rs compiles it alone.
 pub fn freedoms_in(chapter: &str, expected: &Value, english: bool) -> Vec<(&'static str, String)> {
-    if chapter != "07" {
+    let Some(spec) = spec(chapter) else {
         return Vec::new();
-    }
+    };
     let text = expected.to_string();
-    ch07::freedoms::FREEDOMS
+    spec.freedoms
         .iter()
         .filter(|f| text.contains(&format!("\"{}\"", f.name)))
         .map(|f| match english {
@@ -71,10 +109,7 @@ pub fn freedoms_in(chapter: &str, expected: &Value, english: bool) -> Vec<(&'sta
 
 /// The cases of `chapter` drawn with `seed`; `None` for a chapter without a specification.
 pub fn cases(chapter: &str, seed: u64) -> Option<Vec<Case>> {
-    match chapter {
-        "07" => Some(ch07::cases(seed)),
-        _ => None,
-    }
+    spec(chapter).map(|s| (s.cases)(seed))
 }
 
 /// The fixed instances a practice directory holds for hand runs, with their expected traces: the

@@ -2,16 +2,7 @@
 //! accepts every choice (docs/JUDGE.md). Each quotes the line of the chapter that grants it; a freedom not
 //! on this list does not exist, and the guides list the same ones.
 
-pub struct Freedom {
-    /// The name the expected trace's nodes carry (`"$freedom"`).
-    pub name: &'static str,
-    /// What is free.
-    pub what: &'static str,
-    /// The chapter's own words that leave it free.
-    pub quote: &'static str,
-    /// The same words in English, for learners who read the course in English.
-    pub quote_en: &'static str,
-}
+use crate::spec::Freedom;
 
 pub const FREEDOMS: &[Freedom] = &[
     Freedom {
