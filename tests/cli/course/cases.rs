@@ -183,38 +183,61 @@ fn seeds() -> Vec<u64> {
     fresh_seeds(n)
 }
 
-/// A mutant of the reference builds and fails the group it names, under every one of the [`seeds`].
-/// (Only that group is graded under each seed: it owns the rule the mutant breaks.)
+/// A mutant of the reference builds and fails the group it names, under every one of the [`seeds`];
+/// and every group's verdict on it is the same under every seed (a group that the mutant's mistake
+/// reaches only on some draws would let a learner re-grade until it passes).
 pub fn mutant(chapter: &str, track: Track, name: &str) {
     let all = mutants(chapter, track);
     let m = all.iter().find(|m| m.name == name).expect("the mutant");
-    assert!(
-        slugs(chapter).contains(&m.group),
-        "{name}: no group {}",
-        m.group
-    );
+    let slugs = slugs(chapter);
+    assert!(slugs.contains(&m.group), "{name}: no group {}", m.group);
     let (_tmp, dir) = track.practice_with(chapter, &edited(&track.reference(chapter), m));
-    let (seeds, mut passed) = (seeds(), Vec::new());
+    let seeds = seeds();
+    // For each group, the seeds under which it passes.
+    let mut passes: Vec<(String, Vec<String>)> =
+        slugs.iter().map(|s| (s.clone(), Vec::new())).collect();
     for seed in &seeds {
         let seed = seed.to_string();
-        let (_, json) = grade_json(&dir, &["--group", &m.group, "--seed", &seed]);
+        let (_, json) = grade_json(&dir, &["--seed", &seed]);
         assert_ne!(
             json["status"], "error",
             "mutant {name} does not build: {}",
             json["message"]
         );
-        if group_status(&json, &m.group) == "pass" {
-            passed.push(seed);
+        for (slug, passed) in &mut passes {
+            if group_status(&json, slug) == "pass" {
+                passed.push(seed.clone());
+            }
         }
     }
+    let own = &passes
+        .iter()
+        .find(|(s, _)| *s == m.group)
+        .expect("its group")
+        .1;
     assert!(
-        passed.is_empty(),
+        own.is_empty(),
         "mutant {name} ({}) passes its group under {} of {} seeds ({}): {}",
         m.group,
-        passed.len(),
+        own.len(),
         seeds.len(),
-        passed.join(", "),
+        own.join(", "),
         m.description
+    );
+    let unsteady: Vec<String> = passes
+        .iter()
+        .filter(|(_, passed)| !passed.is_empty() && passed.len() < seeds.len())
+        .map(|(slug, passed)| format!("{slug} passes under {} only", passed.join(", ")))
+        .collect();
+    assert!(
+        unsteady.is_empty(),
+        "mutant {name}: a verdict depends on the seed (of {}): {}",
+        seeds
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        unsteady.join("; ")
     );
 }
 
