@@ -458,7 +458,7 @@ fn a_directory_made_in_english_is_watched_in_english() {
         lab_shows(s, "7.1", '✗') && s.contains("Next: Lab 7.1")
     });
     assert!(
-        screen.contains("Lab 7.1") && screen.contains("todo!()"),
+        screen.contains("Lab 7.1") && screen.contains("unfinished part"),
         "{screen}"
     );
     assert!(!cjk(&screen), "{screen}");

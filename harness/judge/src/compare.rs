@@ -854,7 +854,8 @@ pub fn label(step: &Value) -> String {
         },
         "caller" => format!("caller({})", text_of(step, "state")),
         "result" => format!("return({})", describe_or_label(step.get("reason"))),
-        "panic" => format!("panic: {}", cut(text_of(step, "message"), 120)),
+        // A Rust panic or a TypeScript throw: one word for both, since the judge serves both tracks.
+        "panic" => format!("crash: {}", cut(text_of(step, "message"), 120)),
         "hang" => "hang".to_string(),
         other => other.to_string(),
     }
@@ -977,9 +978,9 @@ fn message_one(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) ->
         .is_some_and(|s| matches!(text_of(s, "kind"), "hang" | "timeout"));
     if let Some(reached) = &reached {
         let reached_zh =
-            format!("第 {step_no} 步到达了 Lab {reached} 还没写完的部分（todo!() / 未实现）");
+            format!("第 {step_no} 步到达了 Lab {reached} 还没写完的部分（骨架留下的占位）");
         let reached_en = format!(
-            "step {step_no} reached Lab {reached}'s unfinished part (todo!() / not implemented)"
+            "step {step_no} reached Lab {reached}'s unfinished part (a placeholder the skeleton left)"
         );
         lines.push(match test_lab(expected) {
             // A test of a later Lab that needs an earlier one: which Lab to finish first.

@@ -438,6 +438,7 @@ fn failure_messages_follow_the_learners_language() {
             message.contains("reached Lab 7.1's unfinished part"),
             "{name}: {message}"
         );
+        assert_no_rust_words(name, message);
     }
     // A later Lab's test says whose it is, by the group's English name, and which Lab comes first.
     assert!(
@@ -476,6 +477,7 @@ fn failure_messages_follow_the_learners_language() {
             !message.contains("unfinished part"),
             "{name}: English in a Chinese message:\n{message}"
         );
+        assert_no_rust_words(name, message);
     }
     assert!(
         all.iter()
@@ -497,6 +499,17 @@ fn failure_messages_follow_the_learners_language() {
         assert!(
             !message.contains("expected"),
             "{name}: English in a Chinese message: {message}"
+        );
+    }
+}
+
+/// A TypeScript learner reads no Rust: no `todo!()` for the skeleton's placeholder, no `panic` for a
+/// thrown error.
+fn assert_no_rust_words(name: &str, message: &str) {
+    for word in ["todo!", "panic"] {
+        assert!(
+            !message.contains(word),
+            "{name}: Rust's {word:?} in a TypeScript message:\n{message}"
         );
     }
 }

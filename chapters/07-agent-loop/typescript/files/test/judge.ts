@@ -585,7 +585,7 @@ export function label(step: Value): string {
     case "result":
       return `return(${describeOrLabel(get(step, "reason"))})`;
     case "panic":
-      return `panic: ${cut(textOf(step, "message"), 120)}`;
+      return `crash: ${cut(textOf(step, "message"), 120)}`;
     case "hang":
       return "hang";
     default:
@@ -686,8 +686,8 @@ function messageOne(expected: Value, trace: readonly Value[], d: Divergence, lan
   const kind = d.actual !== undefined ? textOf(d.actual, "kind") : "";
   const hung = kind === "hang" || kind === "timeout";
   if (reached !== undefined) {
-    const reachedZh = `第 ${stepNo} 步到达了 Lab ${reached} 还没写完的部分（todo!() / 未实现）`;
-    const reachedEn = `step ${stepNo} reached Lab ${reached}'s unfinished part (todo!() / not implemented)`;
+    const reachedZh = `第 ${stepNo} 步到达了 Lab ${reached} 还没写完的部分（骨架留下的占位）`;
+    const reachedEn = `step ${stepNo} reached Lab ${reached}'s unfinished part (a placeholder the skeleton left)`;
     const test = testLab(expected);
     if (test !== undefined && test.own !== reached) {
       // 后面的 Lab 的测试需要前面的 Lab：先完成哪一个。/ A later Lab's test that needs an earlier one.
