@@ -176,7 +176,8 @@ pub fn name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-fn join(dir: &str, name: &str) -> String {
+/// `name` inside the directory `dir`.
+pub fn join(dir: &str, name: &str) -> String {
     match dir {
         "/" => format!("/{name}"),
         _ => format!("{dir}/{name}"),

@@ -6,7 +6,7 @@
 //! before any parent is made: a directory just made holds nothing that could refuse the write.)
 
 use super::paths::{self, resolve};
-use super::tree::{name, parent, Entry, Tree, WORKSPACE};
+use super::tree::{join, name, parent, Entry, Tree, WORKSPACE};
 
 /// What a write call returns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,13 +98,6 @@ fn refused(before: &Tree, refusal: Refusal) -> Vec<Outcome> {
         result: Result::Refused(refusal),
         tree: before.clone(),
     }]
-}
-
-fn join(dir: &str, name: &str) -> String {
-    match dir {
-        "/" => format!("/{name}"),
-        _ => format!("{dir}/{name}"),
-    }
 }
 
 #[cfg(test)]
