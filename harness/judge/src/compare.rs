@@ -1026,29 +1026,51 @@ fn message_one(expected: &Value, trace: &[Value], d: &Divergence, lang: Lang) ->
             ),
         ));
     }
-    lines.push(pick(
-        lang,
-        format!("  应为：{wanted}"),
-        format!("  expected: {wanted}"),
-    ));
-    if !hung {
-        lines.push(pick(
-            lang,
-            format!("  实际：{happened}"),
-            format!("  happened: {happened}"),
-        ));
-    }
-    if let Some(m) = d.detail.as_ref().filter(|_| !hung) {
-        lines.push(pick(
-            lang,
-            format!(
-                "  在 {}：应为 {}，实际 {}",
-                m.path,
-                zh_word(&m.expected),
-                zh_word(&m.actual)
-            ),
-            format!("  at {}: expected {}, got {}", m.path, m.expected, m.actual),
-        ));
+    let detail = d.detail.as_ref().filter(|_| !hung);
+    match detail {
+        // The step came as expected and differs only inside: its label twice would read as right, so
+        // the message leads with where and how the value differs.
+        Some(m) if reached.is_none() && d.expected.len() == 1 && wanted == happened => {
+            lines.push(pick(
+                lang,
+                format!(
+                    "  {happened} 的 {}：应为 {}，实际 {}",
+                    m.path,
+                    zh_word(&m.expected),
+                    zh_word(&m.actual)
+                ),
+                format!(
+                    "  in {happened}, at {}: expected {}, got {}",
+                    m.path, m.expected, m.actual
+                ),
+            ));
+        }
+        _ => {
+            lines.push(pick(
+                lang,
+                format!("  应为：{wanted}"),
+                format!("  expected: {wanted}"),
+            ));
+            if !hung {
+                lines.push(pick(
+                    lang,
+                    format!("  实际：{happened}"),
+                    format!("  happened: {happened}"),
+                ));
+            }
+            if let Some(m) = detail {
+                lines.push(pick(
+                    lang,
+                    format!(
+                        "  在 {}：应为 {}，实际 {}",
+                        m.path,
+                        zh_word(&m.expected),
+                        zh_word(&m.actual)
+                    ),
+                    format!("  at {}: expected {}, got {}", m.path, m.expected, m.actual),
+                ));
+            }
+        }
     }
     if reached.is_none() && !hung && !rule_text("en").is_empty() {
         lines.push(pick(
@@ -1312,6 +1334,40 @@ mod tests {
         assert!(
             zh.contains("（没有这一项）") && !zh.contains("no such"),
             "{zh}"
+        );
+        // A step that came as expected and differs only inside leads with the difference, not with
+        // its own label twice (which reads as right); a step of another kind still shows both labels.
+        let g = graph(vec![step(
+            &[],
+            json!({"kind": "result", "reason": "stop", "messages": [1]}),
+        )]);
+        let zh = judge(
+            &g,
+            &[json!({"kind": "result", "reason": "stop", "messages": [1, 1]})],
+            Lang::Zh,
+        )
+        .unwrap();
+        assert!(
+            zh.contains("  return(stop) 的 messages[1]：应为 （没有这一项），实际 1")
+                && !zh.contains("应为：")
+                && !zh.contains("实际："),
+            "{zh}"
+        );
+        let en = judge(
+            &g,
+            &[json!({"kind": "result", "reason": "stop", "messages": [1, 1]})],
+            Lang::En,
+        )
+        .unwrap();
+        assert!(
+            en.contains("  in return(stop), at messages[1]: expected (no such item), got 1")
+                && !en.contains("happened:"),
+            "{en}"
+        );
+        let en = judge(&g, &[json!({"kind": "panic", "message": "x"})], Lang::En).unwrap();
+        assert!(
+            en.contains("  expected: return(stop)") && en.contains("  happened: crash: x"),
+            "{en}"
         );
     }
 }

@@ -314,7 +314,7 @@ impl<'a> Sim<'a> {
                 },
             ),
         ]);
-        let path_rules = json!({ "caller": "caller-untouched", "messages": "result", "steps": rule, "reason": rule,
+        let path_rules = json!({ "caller": "caller-untouched", "messages": "transcript", "steps": rule, "reason": rule,
                                  "signal_aborted": "signal-read-only" });
         self.graph.then_with(result, rule, path_rules);
         self.ended = true;

@@ -12,6 +12,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::support::*;
 
@@ -92,6 +93,10 @@ struct Edited {
     #[serde(default)]
     group: String,
     description: String,
+    /// Words the message of some failing test of its group must hold (in Chinese, the default): the
+    /// rule a learner must be sent to, where another rule's step is where the mistake shows.
+    #[serde(default)]
+    says: Option<String>,
     edit: Vec<Edit>,
 }
 
@@ -209,6 +214,17 @@ pub fn mutant(chapter: &str, track: Track, name: &str) {
                 passed.push(seed.clone());
             }
         }
+        if let Some(says) = &m.says {
+            let messages = group_messages(&json, &m.group);
+            assert!(
+                messages
+                    .iter()
+                    .any(|message| message.contains(says.as_str())),
+                "mutant {name} (seed {seed}): no failing test of {} says {says:?}:\n{}",
+                m.group,
+                messages.join("\n---\n")
+            );
+        }
     }
     let own = &passes
         .iter()
@@ -239,6 +255,17 @@ pub fn mutant(chapter: &str, track: Track, name: &str) {
             .join(", "),
         unsteady.join("; ")
     );
+}
+
+/// The messages of the failing tests of group `slug`.
+fn group_messages(json: &Value, slug: &str) -> Vec<String> {
+    let group = json["groups"].as_array().into_iter().flatten();
+    let tests = group
+        .filter(|g| g["slug"] == slug)
+        .flat_map(|g| g["tests"].as_array().into_iter().flatten());
+    tests
+        .filter_map(|t| t["message"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// A loop the chapter allows passes every group, with a zero exit, under every one of the [`seeds`].

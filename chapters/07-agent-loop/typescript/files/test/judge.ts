@@ -725,17 +725,29 @@ function messageOne(expected: Value, trace: readonly Value[], d: Divergence, lan
       ),
     );
   }
-  out.push(pick(lang, `  应为：${wanted}`, `  expected: ${wanted}`));
-  if (!hung) out.push(pick(lang, `  实际：${happened}`, `  happened: ${happened}`));
   const m = hung ? undefined : d.detail;
-  if (m !== undefined) {
+  if (m !== undefined && reached === undefined && d.expected.length === 1 && wanted === happened) {
+    // 步骤本身如期而至，只在内部不同：同一个标签写两遍读起来像是对的，所以先说哪里、怎样不同。
+    // The step came as expected and differs only inside: the message leads with the difference.
     out.push(
       pick(
         lang,
-        `  在 ${m.path}：应为 ${zhWord(m.expected)}，实际 ${zhWord(m.actual)}`,
-        `  at ${m.path}: expected ${m.expected}, got ${m.actual}`,
+        `  ${happened} 的 ${m.path}：应为 ${zhWord(m.expected)}，实际 ${zhWord(m.actual)}`,
+        `  in ${happened}, at ${m.path}: expected ${m.expected}, got ${m.actual}`,
       ),
     );
+  } else {
+    out.push(pick(lang, `  应为：${wanted}`, `  expected: ${wanted}`));
+    if (!hung) out.push(pick(lang, `  实际：${happened}`, `  happened: ${happened}`));
+    if (m !== undefined) {
+      out.push(
+        pick(
+          lang,
+          `  在 ${m.path}：应为 ${zhWord(m.expected)}，实际 ${zhWord(m.actual)}`,
+          `  at ${m.path}: expected ${m.expected}, got ${m.actual}`,
+        ),
+      );
+    }
   }
   if (reached === undefined && !hung && ruleText("en") !== "") {
     out.push(pick(lang, `  规则：${ruleText("zh")}`, `  rule: ${ruleText("en")}`));
