@@ -43,10 +43,23 @@ pub struct Decks {
     details: Vec<usize>,
     failures: Vec<usize>,
     values: Vec<usize>,
+    /// The boundary decks below deal their boundary card first in each round (see [`deal_from`]).
+    prompts: Vec<usize>,
+    caller_blocks: Vec<usize>,
+    blanks: Vec<usize>,
+    notes: Vec<usize>,
+    provider_errors: Vec<usize>,
+    call_ids: Vec<usize>,
+    call_names: Vec<usize>,
+    arguments: Vec<usize>,
+    reports: Vec<usize>,
+    echoes: Vec<usize>,
 }
 
-/// The shapes of a failure's message: one line with quotes, several lines, none at all.
-const FAILURE_SHAPES: usize = 3;
+/// The shapes of a failure's message: one line with quotes, several lines, none at all, and one line
+/// between spaces that ends in a line break, dealt first (a loop that trims it no longer carries it).
+const FAILURE_SHAPES: usize = 4;
+const FAILURE_PADDED: usize = 3;
 
 fn deal(deck: &mut Vec<usize>, cards: usize, rng: &mut Rng) -> usize {
     deal_from(deck, cards, &[], rng)
@@ -68,6 +81,13 @@ fn deal_from(deck: &mut Vec<usize>, cards: usize, first: &[usize], rng: &mut Rng
 
 /// The kinds of `details` every test that draws one reaches first: `null`, then none at all.
 const DETAILS_FIRST: &[usize] = &[0, 5];
+
+/// A boundary deck: card 0 is the boundary value, dealt first in each round; the other cards are the
+/// ordinary value. So every test that draws from it reaches the boundary, under every seed, and most
+/// of its draws are still ordinary.
+fn boundary(deck: &mut Vec<usize>, cards: usize, rng: &mut Rng) -> bool {
+    deal_from(deck, cards, &[0], rng) == 0
+}
 
 /// The instance of `scenario` drawn by `rng`, with the values `row` fixes (see `cover.rs`); `decks`
 /// carries on from the test's earlier instances.
@@ -116,17 +136,27 @@ impl<'r> Drawing<'r> {
     }
 
     fn instance(mut self, s: &Scenario) -> Value {
-        let system_prompt = format!(
-            "  You are {}, a careful coding agent.\n",
-            self.rng.pick(&["pi", "a helper", "the agent"])
-        ) + &format!("Session marker {}.\n", self.rng.token(8));
+        // An empty system prompt is the caller's too: a loop may not put a default of its own in.
+        let system_prompt = match boundary(&mut self.decks.prompts, 3, self.rng) {
+            true => String::new(),
+            false => {
+                format!(
+                    "  You are {}, a careful coding agent.\n",
+                    self.rng.pick(&["pi", "a helper", "the agent"])
+                ) + &format!("Session marker {}.\n", self.rng.token(8))
+            }
+        };
         // A template's history and its extra tools: see `cover::history` and `cover::tools`.
         let history = self.count("history", Some(cover::history(s)), 1).max(1);
         // Each of the caller's messages holds one to three texts: with the history's length this is
-        // structure a run without requests still shows, so even its trace cannot be relabelled.
+        // structure a run without requests still shows, so even its trace cannot be relabelled. Some
+        // hold none at all: the copy keeps them too.
         let caller: Vec<Value> = (0..history)
             .map(|i| {
-                let blocks = self.rng.between(1, 3);
+                let blocks = match boundary(&mut self.decks.caller_blocks, 4, self.rng) {
+                    true => 0,
+                    false => self.rng.between(1, 3),
+                };
                 let texts: Vec<Value> = (0..blocks).map(|_| wire::text(&self.sentence())).collect();
                 match (history - 1 - i) % 2 {
                     0 => json!({ "role": "user", "content": texts }),
@@ -218,13 +248,59 @@ impl<'r> Drawing<'r> {
     /// A failure's message, in the shape the deck deals: `line` as it is, over several lines, or empty.
     /// Every failure text must carry it whole, whatever its shape.
     fn failure(&mut self, line: &str) -> String {
-        match deal(&mut self.decks.failures, FAILURE_SHAPES, self.rng) {
+        let first = [FAILURE_PADDED];
+        match deal_from(&mut self.decks.failures, FAILURE_SHAPES, &first, self.rng) {
             0 => line.to_string(),
             1 => format!(
                 "{line}\n  while writing {}\n  (retry later)",
                 self.rng.token(4)
             ),
+            FAILURE_PADDED => format!("  {line}  \n"),
             _ => String::new(),
+        }
+    }
+
+    /// A call's id: every test's first is the empty string (an id all the same), the rest fresh.
+    fn call_id(&mut self) -> String {
+        match boundary(&mut self.decks.call_ids, 4, self.rng) && self.used_ids.insert(String::new())
+        {
+            true => String::new(),
+            false => self.id(),
+        }
+    }
+
+    /// The name of a call the injected executor answers or that is skipped: every test's first is the
+    /// empty string (no tool has to exist for it), the rest fresh.
+    fn call_name(&mut self) -> String {
+        match boundary(&mut self.decks.call_names, 4, self.rng)
+            && self.used_names.insert(String::new())
+        {
+            true => String::new(),
+            false => self.name(),
+        }
+    }
+
+    /// A call's arguments, as the model wrote them: an object, or, where no schema checks them (the
+    /// injected executor, a call that is skipped), `null` or the text of a cut-off object.
+    fn arguments(&mut self, checked: bool) -> Value {
+        let object = json!({ "path": format!("/src/{}.rs", self.rng.token(4)), "limit": self.rng.between(1, 50) });
+        if checked {
+            return object;
+        }
+        match deal_from(&mut self.decks.arguments, 5, &[0, 1], self.rng) {
+            0 => Value::Null,
+            1 => json!(format!("{{\"path\": \"/src/{}", self.rng.token(3))),
+            _ => object,
+        }
+    }
+
+    /// What a tool reports as progress: one or two texts, or, first in each test, no content at all,
+    /// then an empty text.
+    fn report(&mut self) -> Value {
+        match deal_from(&mut self.decks.reports, 4, &[0, 1], self.rng) {
+            0 => json!([]),
+            1 => json!([wire::text("")]),
+            _ => Value::Array(self.texts(1, 2)),
         }
     }
 
@@ -299,6 +375,17 @@ impl<'r> Drawing<'r> {
         if reply == "text" || reply == "tool_use_no_calls" || t.text {
             content.extend(self.texts(1, 3));
         }
+        // A plain reply's first text may be one half said twice, streamed as two equal deltas: each is
+        // an event of its own, first in each test.
+        if reply == "text" && boundary(&mut self.decks.echoes, 3, self.rng) {
+            let half = self.sentence();
+            content[0] = wire::text(&format!("{half}{half}"));
+        }
+        // A reply without calls may hold an empty text block too, first in each test.
+        if n == 0 && boundary(&mut self.decks.blanks, 2, self.rng) {
+            let at = self.rng.between(0, content.len() as u64) as usize;
+            content.insert(at, wire::text(""));
+        }
         // A model may stream an empty text block beside its calls; it is part of the message too.
         if t.text && n > 0 {
             content.insert(0, wire::text(""));
@@ -310,13 +397,16 @@ impl<'r> Drawing<'r> {
             let name = match (via, t.same_name) {
                 (_, true) => shared_name.clone(),
                 ("unknown", _) => format!("missing_{}", self.rng.token(4)),
+                ("executor", _) => self.call_name(),
                 _ => self.name(),
             };
             let id = match (t.duplicate.as_deref(), i) {
                 (Some("all"), _) | (Some("sibling"), 0 | 2) => shared_id.clone(),
-                _ => self.id(),
+                _ => self.call_id(),
             };
-            let arguments = json!({ "path": format!("/src/{}.rs", self.rng.token(4)), "limit": self.rng.between(1, 50) });
+            // The built-in executor checks a registry tool's arguments against its schema.
+            let checked = reply == "tool_use" && via != "executor";
+            let arguments = self.arguments(checked);
             calls.push(wire::tool_call(&id, &name, arguments));
         }
         if via == "registry" {
@@ -339,8 +429,20 @@ impl<'r> Drawing<'r> {
         } else {
             content.extend(calls.iter().cloned());
         }
-        let error_message =
-            (stop_reason == "error").then(|| format!("provider failed: {}", self.rng.token(6)));
+        // An error reply's message, empty first in each test; a plain stop may carry one too (the final
+        // message is kept as it is, whatever it holds).
+        let error_message = match stop_reason {
+            "error" => Some(
+                match boundary(&mut self.decks.provider_errors, 3, self.rng) {
+                    true => String::new(),
+                    false => format!("provider failed: {}", self.rng.token(6)),
+                },
+            ),
+            _ if reply == "text" && boundary(&mut self.decks.notes, 2, self.rng) => {
+                Some(format!("note {}", self.rng.token(5)))
+            }
+            _ => None,
+        };
         let message = wire::assistant(content, stop_reason, error_message.as_deref());
         let events = self.events(&message, t.partial_differs);
 
@@ -366,9 +468,7 @@ impl<'r> Drawing<'r> {
                     .get(i % t.outcomes.len().max(1))
                     .map_or("ok", String::as_str);
                 let progress_count = self.count(&key("progress"), t.progress, 0);
-                let progress: Vec<Value> = (0..progress_count)
-                    .map(|_| Value::Array(self.texts(1, 2)))
-                    .collect();
+                let progress: Vec<Value> = (0..progress_count).map(|_| self.report()).collect();
                 let outcome = self.outcome(outcome, via, &id, &name);
                 // Every other behaviour, from the instance's first, reports inside the call that starts
                 // it: a loop that emits tool_start only after starting its tool is seen in every grade.
@@ -532,6 +632,11 @@ impl<'r> Drawing<'r> {
             let chars: Vec<char> = text.chars().collect();
             let pieces = self.rng.between(1, 3).min(chars.len().max(1) as u64) as usize;
             let mut cuts: Vec<usize> = (1..pieces).map(|k| k * chars.len() / pieces).collect();
+            // A text that is one half twice streams as those two halves.
+            let half = chars.len() / 2;
+            if half > 0 && chars[..half] == chars[half..] {
+                cuts = vec![half];
+            }
             cuts.push(chars.len());
             let mut start = 0;
             for end in cuts {
@@ -552,9 +657,9 @@ impl<'r> Drawing<'r> {
                 json!({ "type": "text_delta", "delta": draft, "partial": partial(&content) }),
             );
         }
-        match message.get("errorMessage") {
-            Some(error) => events.push(json!({ "type": "error", "message": error })),
-            None => events.push(json!({ "type": "done", "reason": message["stopReason"] })),
+        match message["stopReason"] == "error" {
+            true => events.push(json!({ "type": "error", "message": message["errorMessage"] })),
+            false => events.push(json!({ "type": "done", "reason": message["stopReason"] })),
         }
         events
     }

@@ -189,6 +189,37 @@ pub fn facts(instance: &Value) -> Vec<Fact> {
         } else if shared_name && !calls.is_empty() {
             facts.push(fact("same_name", "skipped"));
         }
+        // A call's own fields at their edges, where the run executes it or skips it.
+        let fate = if kind == "tool_use" {
+            "executed"
+        } else {
+            "skipped"
+        };
+        for call in &calls {
+            if call["id"] == "" {
+                facts.push(fact("call", &format!("empty_id_{fate}")));
+            }
+            if call["name"] == "" {
+                facts.push(fact("call", &format!("empty_name_{fate}")));
+            }
+            match &call["arguments"] {
+                Value::Null => facts.push(fact("call", &format!("null_arguments_{fate}"))),
+                Value::String(_) => facts.push(fact("call", &format!("cut_off_arguments_{fate}"))),
+                _ => {}
+            }
+        }
+        match (message.get("errorMessage"), kind.as_str()) {
+            (Some(e), _) if message["stopReason"] == "error" => facts.push(fact(
+                "error_message",
+                if e == "" {
+                    "empty_on_an_error_reply"
+                } else {
+                    "on_an_error_reply"
+                },
+            )),
+            (Some(_), "text") => facts.push(fact("error_message", "on_a_stop_reply")),
+            _ => {}
+        }
         if turn["abort"] == true {
             facts.push(fact("signal", "aborted_while_streaming"));
         }
@@ -199,11 +230,26 @@ pub fn facts(instance: &Value) -> Vec<Fact> {
             facts.push(fact("caller", "edits_its_context_during_the_run"));
         }
         let events = turn["events"].as_array().cloned().unwrap_or_default();
+        let deltas: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["type"] == "text_delta")
+            .map(|e| &e["delta"])
+            .collect();
+        if deltas.windows(2).any(|w| w[0] == w[1] && w[0] != "") {
+            facts.push(fact("stream", "a_delta_said_twice"));
+        }
         let last_partial = events.iter().rev().find_map(|e| e.get("partial"));
         if last_partial.is_some_and(|p| p["content"] != message["content"]) {
             facts.push(fact("stream", "last_partial_differs"));
         }
         let content = message["content"].as_array().cloned().unwrap_or_default();
+        if calls.is_empty()
+            && content
+                .iter()
+                .any(|b| b["type"] == "text" && b["text"] == "")
+        {
+            facts.push(fact("text", "empty_block_without_calls"));
+        }
         if !calls.is_empty() {
             let first_call = content.iter().position(|b| b["type"] == "toolCall");
             let last_call = content.iter().rposition(|b| b["type"] == "toolCall");
@@ -254,6 +300,9 @@ pub fn facts(instance: &Value) -> Vec<Fact> {
             "built_in"
         },
     ));
+    let aborts_a_batch = instance["plan"]
+        .as_array()
+        .is_some_and(|plan| plan.iter().any(|a| a.get("abort").is_some()));
     for (b, injected) in behaviours(instance) {
         let progress = match b["progress"].as_array().map_or(0, Vec::len) {
             0 => "none",
@@ -261,6 +310,15 @@ pub fn facts(instance: &Value) -> Vec<Fact> {
             _ => "several",
         };
         facts.push(fact("progress", progress));
+        for report in b["progress"].as_array().into_iter().flatten() {
+            match report.as_array().map(Vec::as_slice) {
+                Some([]) => facts.push(fact("progress", "empty_report")),
+                Some([only]) if only["text"] == "" => {
+                    facts.push(fact("progress", "report_of_an_empty_text"))
+                }
+                _ => {}
+            }
+        }
         let executor = if injected { "injected" } else { "built_in" };
         facts.push(fact("executor+progress", &format!("{executor}+{progress}")));
         if b["cancel_run"] == true {
@@ -270,6 +328,13 @@ pub fn facts(instance: &Value) -> Vec<Fact> {
             continue;
         };
         facts.push(fact("outcome", outcome(b, kind)));
+        // A gated call of an instance whose plan aborts is in the batch the abort interrupts.
+        if b["gate"] == true && aborts_a_batch {
+            facts.push(fact(
+                "signal+outcome",
+                &format!("aborted_during_a_batch+{}", outcome(b, kind)),
+            ));
+        }
         let message = match kind.as_str() {
             "error" => b["outcome"]["error"]["message"].as_str(),
             "panic" | "throw_value" => b["outcome"][kind.as_str()].as_str(),
@@ -278,6 +343,7 @@ pub fn facts(instance: &Value) -> Vec<Fact> {
         if let Some(message) = message {
             let shape = match message {
                 "" => "empty",
+                m if m.starts_with(' ') && m.ends_with('\n') => "edge_whitespace",
                 m if m.contains('\n') => "several_lines",
                 _ => "one_line",
             };
@@ -346,6 +412,13 @@ pub fn facts(instance: &Value) -> Vec<Fact> {
     }
     if instance["on_event"] == false {
         facts.push(fact("caller", "no_event_sink"));
+    }
+    if instance["system_prompt"] == "" {
+        facts.push(fact("caller", "empty_system_prompt"));
+    }
+    let caller = instance["caller"].as_array().cloned().unwrap_or_default();
+    if caller.iter().any(|m| m["content"] == Value::Array(vec![])) {
+        facts.push(fact("caller", "a_message_without_content"));
     }
     let history = instance["caller"].as_array().map_or(0, Vec::len);
     facts.push(fact(

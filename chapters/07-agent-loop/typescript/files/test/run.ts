@@ -27,6 +27,8 @@ import { Trace, type Step } from "./trace.js";
 // 调用者在 edit_context 时写进自己 context 的文字（docs/JUDGE.md）。
 // What the caller writes into its context when a turn has edit_context (docs/JUDGE.md).
 export const EDIT = "edited by the caller";
+// 调用者在运行返回之后写进自己 messages 的文字。/ What the caller adds to its messages after the run returned.
+const AFTERWARDS = "written by the caller after the run returned";
 
 // 一次运行多久没有任何步骤、也没有返回，就算卡住。/ How long a run may go without any step before it hangs.
 export const RUN_QUIET_MS = 1200;
@@ -197,9 +199,19 @@ class Caller {
   // The run's result, the caller's context now, and whether the caller's signal is aborted now (none
   // recorded for a run handed no signal).
   result(returned: AgentRunResult, signal: AbortSignal | undefined): Step {
+    const context = plain(this.context) as { [key: string]: Json };
+    // 调用者拿到结果后接着写自己的对话：结果的 messages 若就是调用者的数组，就会多出这一条。
+    // The caller goes on with its conversation once the run returned: a result whose messages are the
+    // caller's own array shows this message too (a Rust result owns its messages and cannot).
+    try {
+      this.#array.push({ role: "user", content: [{ type: "text", text: AFTERWARDS }] });
+    } catch {
+      // 数组被冻结或换成了别的东西：循环动了调用者的数组。/ Frozen or replaced: the loop changed the caller's array.
+      if (!this.#reported) this.#trace.record({ kind: "caller", state: "changed" });
+      this.#reported = true;
+    }
     const seen = plain(returned);
     const fields: { [key: string]: Json } = typeof seen === "object" && seen !== null && !isArray(seen) ? seen : {};
-    const context = plain(this.context) as { [key: string]: Json };
     const step: Step = {
       kind: "result",
       reason: fields["reason"] ?? null,
