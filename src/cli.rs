@@ -160,7 +160,8 @@ impl From<Shell> for clap_complete::Shell {
 pub struct GradeArgs {
     /// The practice directory (default: the one this folder is in, looking upward from here)
     pub dir: Option<PathBuf>,
-    /// Only these groups: slug (plain-stop), name (纯文本 stop) or Lab number (7.1); repeatable
+    /// Only these groups: slug (plain-stop), name (plain-text stop, in either language) or Lab number
+    /// (7.1); repeatable
     #[arg(long = "group", short = 'g', value_name = "G")]
     pub groups: Vec<String>,
     /// Show every failing test with its message, in every group (by default: the Lab at hand in full,
@@ -208,7 +209,7 @@ pub struct ClassArgs {
     pub format: ClassFormat,
     /// Grade only part K of N (K counts from 0: 0/4 … 3/4), for N machines; the same submissions and N
     /// give the same parts everywhere. Join the parts with merge-class
-    #[arg(long, value_name = "K/N", value_parser = crate::class::shard::parse)]
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     pub shard: Option<crate::class::shard::Shard>,
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -290,7 +291,7 @@ pub static PARSE_LANG: std::sync::OnceLock<Lang> = std::sync::OnceLock::new();
 
 /// A time limit in whole seconds, at least 1.
 fn parse_secs(text: &str) -> Result<u64, String> {
-    let lang = PARSE_LANG.get().copied().unwrap_or_default();
+    let lang = parse_lang_now();
     match text.trim().parse::<u64>() {
         Ok(secs) if secs >= 1 => Ok(secs),
         Ok(_) => Err(lang.t("usage-secs-zero", &[])),
@@ -300,9 +301,18 @@ fn parse_secs(text: &str) -> Result<u64, String> {
 
 /// `zh` or `en`, or a locale that starts with one (`en_US.UTF-8`), as `--lang` or `PI_COURSE_LANG`.
 fn parse_lang(text: &str) -> Result<Lang, String> {
-    Lang::from_prefix(text).ok_or_else(|| {
-        format!("`{text}` (from --lang or PI_COURSE_LANG) is not a language here: use zh or en")
-    })
+    Lang::from_prefix(text)
+        .ok_or_else(|| parse_lang_now().t("usage-lang-unknown", &[("value", &text)]))
+}
+
+/// `--shard K/N`, with its errors in the language of the command line.
+fn parse_shard(text: &str) -> Result<crate::class::shard::Shard, String> {
+    crate::class::shard::parse(text, parse_lang_now())
+}
+
+/// The language the command line's own errors are told in.
+fn parse_lang_now() -> Lang {
+    PARSE_LANG.get().copied().unwrap_or_default()
 }
 
 impl From<LimitArgs> for crate::grade::Limits {
@@ -350,26 +360,22 @@ impl From<ClassArgs> for crate::class::ClassRequest {
 
 /// A size in bytes from `1G`, `512M`, `2GiB`, `64MiB` or a plain number of MiB; at least 16 MiB.
 fn parse_size(text: &str) -> Result<u64, String> {
+    let lang = parse_lang_now();
+    let say = |key: &str| lang.t(key, &[("value", &text)]);
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size: write it like 1G or 512M"))?;
+    let number: u64 = number.parse().map_err(|_| say("usage-size-not-a-size"))?;
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "m" | "mb" | "mib" => 20,
         "g" | "gb" | "gib" => 30,
-        _ => {
-            return Err(format!(
-                "`{text}`: the unit must be M or G, e.g. 512M or 1G"
-            ))
-        }
+        _ => return Err(say("usage-size-unit")),
     };
     let bytes = number
         .checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{text}` is too large"))?;
+        .ok_or_else(|| say("usage-size-too-large"))?;
     if bytes < 16 << 20 {
-        return Err(format!("`{text}` is too small: a test needs at least 16M"));
+        return Err(say("usage-size-too-small"));
     }
     Ok(bytes)
 }

@@ -47,12 +47,14 @@ impl Lang {
     /// `--lang` wins, then `PI_COURSE_LANG`, then Chinese. The command line reads both (clap's `env`);
     /// this is for the moments before it has parsed (help text, a command line that does not parse).
     pub fn resolve(flag: Option<Lang>) -> Lang {
-        flag.or_else(|| {
-            std::env::var("PI_COURSE_LANG")
-                .ok()
-                .and_then(|v| Lang::from_prefix(&v))
-        })
-        .unwrap_or_default()
+        flag.or_else(Lang::from_env).unwrap_or_default()
+    }
+
+    /// The language `PI_COURSE_LANG` names, if it names one.
+    pub fn from_env() -> Option<Lang> {
+        std::env::var("PI_COURSE_LANG")
+            .ok()
+            .and_then(|v| Lang::from_prefix(&v))
     }
 
     /// This language for the judge's messages (`harness/judge/src/compare.rs`, which knows no `Lang` of ours).

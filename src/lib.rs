@@ -9,6 +9,7 @@ mod catalog;
 mod class;
 mod classroom;
 mod cli;
+mod cli_lang;
 mod commands;
 mod error;
 mod file_identity;
@@ -47,9 +48,15 @@ pub fn run() -> ExitCode {
         }
     }
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // The help's closing part (examples, environment, exit codes) is learner-facing text: in the
-    // language asked for, so that language is read from the raw words first.
-    let help_lang = Lang::resolve(cli::scan_raw(&args).1);
+    // The help and the usage errors are learner-facing text: in the language asked for, read from the
+    // raw words first (`--lang`, then `PI_COURSE_LANG`), then the one of the practice directory this
+    // folder is in, then Chinese.
+    let help_lang = Lang::resolve(
+        cli::scan_raw(&args)
+            .1
+            .or_else(Lang::from_env)
+            .or_else(|| metadata::lang_of(&metadata::find())),
+    );
     let _ = cli::PARSE_LANG.set(help_lang);
     let mut command = Cli::command().after_help(help_lang.t("help-after", &[]));
     // Each subcommand's help ends with its own examples and exit codes.
@@ -69,12 +76,13 @@ pub fn run() -> ExitCode {
         let text = help_lang.t(&format!("help-after-{name}"), &[]);
         command = command.mut_subcommand(name, |sub| sub.after_help(text));
     }
+    let command = cli_lang::localized(command, help_lang);
     let cli = match command
         .try_get_matches_from(&args)
         .and_then(|matches| Cli::from_arg_matches(&matches))
     {
         Ok(cli) => cli,
-        Err(e) => return usage_error(e, &args),
+        Err(e) => return usage_error(e, &args, help_lang),
     };
     ui::set_color_choice(cli.color);
     // `--lang`, then `PI_COURSE_LANG` (clap reads both into `cli.lang`), then the language the practice
@@ -130,25 +138,35 @@ pub fn run() -> ExitCode {
 
 /// A command line that does not parse. Help and version go out as clap prints them; a usage error asked
 /// for a document (`--format json`) is that document too, with exit status 2.
-fn usage_error(e: clap::Error, args: &[std::ffi::OsString]) -> ExitCode {
+fn usage_error(e: clap::Error, args: &[std::ffi::OsString], lang: Lang) -> ExitCode {
     use clap::error::ErrorKind;
-    let (format, lang) = cli::scan_raw(args);
+    let format = cli::scan_raw(args).0;
     let printed_as_is = matches!(
         e.kind(),
         ErrorKind::DisplayHelp
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
     );
-    if printed_as_is || !format.is_some_and(cli::Format::is_machine) {
+    let ours = cli_lang::usage_error(&e, lang);
+    if printed_as_is {
         e.exit();
     }
-    let lang = Lang::resolve(lang);
-    let rendered = e.render().to_string();
+    if !format.is_some_and(cli::Format::is_machine) {
+        match ours {
+            Some(text) => {
+                eprint!("{text}");
+                return ExitCode::from(2);
+            }
+            None => e.exit(),
+        }
+    }
+    let rendered = ours.unwrap_or_else(|| e.render().to_string());
     let problem = rendered
         .lines()
         .find(|l| !l.trim().is_empty())
         .unwrap_or_default()
         .trim_start_matches("error: ")
+        .trim_start_matches("错误：")
         .to_string();
     let error = error::UserError::new(problem).with_fix(lang.t("usage-fix", &[]));
     report::bad_input(&error, lang, format);

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::catalog::Track;
+use crate::i18n::Lang;
 
 /// The file a part's results hold beside `summary.json`.
 pub const FILE: &str = "part.json";
@@ -50,31 +51,34 @@ impl fmt::Display for Shard {
 }
 
 /// Parses `K/N` (for clap): both whole numbers, N at least 1, K from 0 to N-1.
-pub fn parse(text: &str) -> Result<Shard, String> {
-    let usage = "write K/N: part K of N parts, counting K from 0 (e.g. 0/4 … 3/4)";
+pub fn parse(text: &str, lang: Lang) -> Result<Shard, String> {
+    let how = lang.t("usage-shard-how", &[]);
     let Some((k, n)) = text.split_once('/') else {
-        return Err(format!("`{text}` is not K/N: {usage}"));
+        return Err(lang.t("usage-shard-not-k-n", &[("value", &text), ("how", &how)]));
     };
     let number = |what: &str, word: &str| -> Result<usize, String> {
+        let args: [(&str, &dyn std::fmt::Display); 4] = [
+            ("value", &text),
+            ("what", &what),
+            ("word", &word),
+            ("how", &how),
+        ];
         if word.trim().is_empty() {
-            return Err(format!(
-                "`{text}`: {what} is empty (was the variable that should give it set?); {usage}"
-            ));
+            return Err(lang.t("usage-shard-empty", &args));
         }
         word.trim()
             .parse()
-            .map_err(|_| format!("`{text}`: {what} `{word}` is not a whole number; {usage}"))
+            .map_err(|_| lang.t("usage-shard-not-a-number", &args))
     };
     let (k, n) = (number("K", k)?, number("N", n)?);
     if n == 0 {
-        return Err(format!("`{text}`: N must be at least 1"));
+        return Err(lang.t("usage-shard-no-parts", &[("value", &text)]));
     }
     if k >= n {
-        return Err(format!(
-            "`{text}`: there is no part {k} of {n}: K counts from 0, so the parts of {n} are 0/{n} to \
-             {}/{n} (a Slurm array for {n} parts is --array=0-{})",
-            n - 1,
-            n - 1
+        let last = n - 1;
+        return Err(lang.t(
+            "usage-shard-no-such-part",
+            &[("value", &text), ("k", &k), ("n", &n), ("last", &last)],
         ));
     }
     Ok(Shard { k, n })
@@ -254,6 +258,7 @@ mod tests {
 
     #[test]
     fn k_of_n_parses_from_zero_and_says_what_is_wrong() {
+        let parse = |text| parse(text, Lang::En);
         assert_eq!(parse("0/4"), Ok(Shard { k: 0, n: 4 }));
         assert_eq!(parse("3/4"), Ok(Shard { k: 3, n: 4 }));
         assert_eq!(parse("0/1"), Ok(Shard { k: 0, n: 1 }));
@@ -263,6 +268,14 @@ mod tests {
         assert!(parse("three/4").unwrap_err().contains("not a whole number"));
         assert!(parse("-1/4").unwrap_err().contains("not a whole number"));
         assert!(parse("2").unwrap_err().contains("not K/N"));
+        // The same in Chinese, with the names as they are typed.
+        let zh = super::parse("4/4", Lang::Zh).unwrap_err();
+        assert!(
+            zh.contains("0/4 到 3/4") && zh.contains("--array=0-3"),
+            "{zh}"
+        );
+        let zh = super::parse("/8", Lang::Zh).unwrap_err();
+        assert!(zh.contains("K 是空的"), "{zh}");
     }
 
     #[test]

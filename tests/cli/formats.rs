@@ -65,7 +65,7 @@ fn bad_input_is_still_exactly_one_json_document() {
     // Help is still help, and a person still gets plain text.
     let out = run(tmp.path(), &["grade", "--help", "--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-    assert!(stdout(&out).contains("Usage"), "{}", describe(&out));
+    assert!(stdout(&out).contains("用法："), "{}", describe(&out));
     let out = run(tmp.path(), &["grade", "/nonexistent"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty(), "{}", describe(&out));

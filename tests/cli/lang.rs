@@ -337,3 +337,128 @@ fn a_class_grades_each_learners_page_in_their_language() {
         assert!(has_cjk(message), "alice's page, in Chinese: {message}");
     }
 }
+
+/// A run of four or more plain English words in `text`: a sentence, where only names may stay English
+/// (commands, flags, values, paths and placeholders break a run: they hold `-`, `/`, `.`, `<` or `_`;
+/// so does a word that touches Chinese).
+fn english_sentence(text: &str) -> Option<String> {
+    for line in text.lines() {
+        let mut run: Vec<&str> = Vec::new();
+        // Only spaces join words into a sentence: a list of names joined with 、 is no sentence.
+        for word in line.split_whitespace() {
+            let plain = word.trim_matches(|c: char| ",:;()'\"".contains(c));
+            if plain.len() >= 2 && plain.chars().all(|c| c.is_ascii_alphabetic()) {
+                run.push(plain);
+                if run.len() >= 4 {
+                    return Some(format!("{:?} in {line:?}", run.join(" ")));
+                }
+            } else {
+                run.clear();
+            }
+        }
+    }
+    None
+}
+
+/// clap's own English, which a Chinese help or usage error must not show.
+const CLAP_WORDS: &[&str] = &[
+    "Usage:",
+    "Options:",
+    "Arguments:",
+    "Commands:",
+    "[default:",
+    "[env:",
+    "possible values",
+    "Print help",
+    "error:",
+    "tip:",
+    "For more information",
+];
+
+/// The help and the usage errors speak the language of the directory they are run in, as every other
+/// command does: `--lang`, then `PI_COURSE_LANG`, then the directory's, then Chinese. In Chinese nothing
+/// is English but names: every description and argument's help, clap's headings, its notes on defaults
+/// and values, and its errors.
+#[test]
+fn the_help_and_usage_errors_speak_the_directorys_language() {
+    let tmp = temp();
+    let en = made(tmp.path(), "en", &["--lang", "en"]);
+    let zh = made(tmp.path(), "zh", &[]);
+    let outside = tmp.path();
+    let subcommands = [
+        "practice",
+        "grade",
+        "grade-class",
+        "merge-class",
+        "watch",
+        "hint",
+        "explain",
+        "status",
+        "list",
+        "skeleton",
+        "completions",
+    ];
+    let helps = |dir: &Path, extra: &[&str]| -> Vec<(String, String)> {
+        let mut all = vec![vec!["--help"], vec!["-h"], vec!["help", "grade"]];
+        all.extend(subcommands.iter().map(|s| vec![*s, "--help"]));
+        all.into_iter()
+            .map(|line| {
+                // The language goes first: `help grade` takes no flags after it.
+                let mut args = extra.to_vec();
+                args.extend(line);
+                let out = run(dir, &args);
+                (args.join(" "), said(&out, &[0]))
+            })
+            .collect()
+    };
+    let errors = |dir: &Path, extra: &[&str]| -> Vec<(String, String)> {
+        let lines: [&[&str]; 8] = [
+            &["grade", "--bogus"],
+            &["grade", "--timeout", "0"],
+            &["grade", "--color", "purple"],
+            &["grade", "--memory-limit", "3K"],
+            &["frobnicate"],
+            &["gradee"],
+            &["grade-class", "subs", "--out", "res", "--shard", "4/4"],
+            &["merge-class", "--out", "res"],
+        ];
+        lines
+            .iter()
+            .map(|line| {
+                let mut args = extra.to_vec();
+                args.extend_from_slice(line);
+                let out = run(dir, &args);
+                (args.join(" "), said(&out, &[2]))
+            })
+            .collect()
+    };
+
+    for (dir, extra, chinese) in [
+        (zh.as_path(), &[][..], true),
+        (outside, &[][..], true),
+        (en.as_path(), &["--lang", "zh"][..], true),
+        (en.as_path(), &[][..], false),
+        (zh.as_path(), &["--lang", "en"][..], false),
+    ] {
+        let mut said = helps(dir, extra);
+        said.extend(errors(dir, extra));
+        for (what, text) in said {
+            let context = format!("`pi-course {what}` in {}:\n{text}", dir.display());
+            if chinese {
+                assert!(has_cjk(&text), "{context}");
+                for word in CLAP_WORDS {
+                    assert!(!text.contains(word), "{word}: {context}");
+                }
+                if let Some(sentence) = english_sentence(&text) {
+                    panic!("English {sentence}: {context}");
+                }
+            } else {
+                assert!(!has_cjk(&text), "{context}");
+            }
+        }
+    }
+
+    // The attack on the detector: it finds an English sentence where there is one.
+    assert!(english_sentence("错误：a time limit is at least one second").is_some());
+    assert!(english_sentence("用法：pi-course grade [选项] [DIR]").is_none());
+}
