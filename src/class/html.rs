@@ -130,9 +130,14 @@ struct Bin {
     height: f64,
 }
 
+/// A failing test, or several of one Lab that fail for exactly the same learners (as every test of a
+/// Lab does for those who have not started it): one entry, so that a tie of many such tests does not
+/// fill the list.
 #[derive(Serialize)]
 struct Failure {
     test: String,
+    /// The other tests of the entry, by name.
+    also: Vec<String>,
     lab: String,
     count: usize,
     example: String,
@@ -379,6 +384,7 @@ fn common_failures(summary: &Summary, reports: &BTreeMap<String, Value>) -> Vec<
                 let name = test["name"].as_str().unwrap_or_default().to_string();
                 let entry = by_test.entry(name.clone()).or_insert_with(|| Failure {
                     test: name,
+                    also: Vec::new(),
                     lab: lab.clone(),
                     count: 0,
                     example: cut(test["message"].as_str().unwrap_or_default()),
@@ -390,7 +396,20 @@ fn common_failures(summary: &Summary, reports: &BTreeMap<String, Value>) -> Vec<
             }
         }
     }
-    let mut failures: Vec<Failure> = by_test.into_values().collect();
+    // Tests of one Lab that fail for the same learners become one entry, under the first by name.
+    let mut shared: BTreeMap<(String, Vec<String>), Failure> = BTreeMap::new();
+    for failure in by_test.into_values() {
+        let who: Vec<String> = failure.learners.iter().map(|l| l.name.clone()).collect();
+        match shared.entry((failure.lab.clone(), who)) {
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(failure);
+            }
+            std::collections::btree_map::Entry::Occupied(mut slot) => {
+                slot.get_mut().also.push(failure.test)
+            }
+        }
+    }
+    let mut failures: Vec<Failure> = shared.into_values().collect();
     failures.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.test.cmp(&b.test)));
     failures.truncate(COMMON_FAILURES);
     failures
@@ -538,6 +557,65 @@ mod tests {
         assert_eq!(url_segment("alice"), "alice");
         assert_eq!(url_segment("a b#?/\"<"), "a%20b%23%3F%2F%22%3C");
         assert_eq!(url_segment("张三"), "%E5%BC%A0%E4%B8%89");
+    }
+
+    /// Tests of one Lab that fail for the same learners are one entry: a class where two learners have
+    /// not started Lab 7.2 sees that once, beside the test a third learner fails as well.
+    #[test]
+    fn failures_the_same_learners_share_in_one_lab_are_one_entry() {
+        let row = |name: &str| {
+            serde_json::json!({ "name": name, "status": "graded", "graded": true, "groups": [],
+                "total": 0.0, "max": 100.0, "build": "", "sandbox": "", "track": "rust", "warnings": [],
+                "seconds": 1.0, "sha256": "", "message": "", "report": "", "junit": "", "page": "" })
+        };
+        let summary: Summary = serde_json::from_value(serde_json::json!({
+            "format": "pi-course-class", "version": 1, "pi_course": "0", "chapter": "07", "lang": "en",
+            "max": 100.0,
+            "groups": [
+                { "slug": "plain-stop", "lab": "7.1", "name": "p", "points": 20, "optional": false },
+                { "slug": "single-tool", "lab": "7.2", "name": "s", "points": 20, "optional": false },
+            ],
+            "learners": [row("ann"), row("bob"), row("cat")],
+        }))
+        .unwrap();
+        let report = |tests: &[(&str, &str)]| {
+            let groups: Vec<Value> = tests
+                .iter()
+                .map(|(slug, name)| {
+                    serde_json::json!({ "slug": slug, "tests": [
+                        { "name": name, "status": "fail", "message": format!("{name} failed") }] })
+                })
+                .collect();
+            serde_json::json!({ "groups": groups })
+        };
+        let untouched = [
+            ("single-tool", "t1"),
+            ("single-tool", "t2"),
+            ("single-tool", "t3"),
+        ];
+        let reports = BTreeMap::from([
+            ("ann".to_string(), report(&untouched)),
+            ("bob".to_string(), report(&untouched)),
+            (
+                "cat".to_string(),
+                report(&[("plain-stop", "p1"), ("single-tool", "t2")]),
+            ),
+        ]);
+        let failures = common_failures(&summary, &reports);
+        let seen: Vec<(&str, Vec<&str>, usize)> = failures
+            .iter()
+            .map(|f| {
+                (
+                    f.test.as_str(),
+                    f.also.iter().map(String::as_str).collect(),
+                    f.count,
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![("t2", vec![], 3), ("t1", vec!["t3"], 2), ("p1", vec![], 1)]
+        );
     }
 
     #[test]
