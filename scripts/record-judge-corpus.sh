@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 unset PI_COURSE_LANG
 
 (cd "$repo" && cargo build -q)
-pi=$repo/target/debug/pi-course
+pi=${CARGO_TARGET_DIR:-$repo/target}/debug/pi-course
 
 # The mutant catalog (Python's TOML reader), and the steps of a trace printout.
 cat >"$work/tool.py" <<'PY'

@@ -149,11 +149,13 @@ impl<'r> Drawing<'r> {
         // A template's history and its extra tools: see `cover::history` and `cover::tools`.
         let history = self.count("history", Some(cover::history(s)), 1).max(1);
         // Each of the caller's messages holds one to three texts: with the history's length this is
-        // structure a run without requests still shows, so even its trace cannot be relabelled. Some
-        // hold none at all: the copy keeps them too.
+        // structure a run without requests still shows, so even its trace cannot be relabelled. An
+        // earlier one may hold none at all (the copy keeps it too); the last one, which the run answers,
+        // always holds text, so that no first request is the same in two grades.
         let caller: Vec<Value> = (0..history)
             .map(|i| {
-                let blocks = match boundary(&mut self.decks.caller_blocks, 4, self.rng) {
+                let earlier = i + 1 < history;
+                let blocks = match earlier && boundary(&mut self.decks.caller_blocks, 4, self.rng) {
                     true => 0,
                     false => self.rng.between(1, 3),
                 };

@@ -632,6 +632,9 @@ fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value 
     }
     let (message, debug) = match outcome.as_object().and_then(|o| o.iter().next()) {
         Some((kind, v)) if kind == "error" => (text_of(&v["message"]), Some(text_of(&v["debug"]))),
+        // A panic's payload that is no text has no message to carry, and its Debug form (a boxed `Any`
+        // prints as `Any { .. }`) is no message either.
+        Some((kind, _)) if kind == "panic_value" => (String::new(), Some(ANY_DEBUG.to_string())),
         Some((_, v)) => (text_of(v), None),
         None => (String::new(), None),
     };
@@ -655,6 +658,9 @@ fn result_of(call: &Value, outcome: &Value, executor: bool, key: &str) -> Value 
         "isError": true,
     })
 }
+
+/// How Rust's Debug prints a panic's payload that is no text (`Box<dyn Any + Send>`).
+const ANY_DEBUG: &str = "Any { .. }";
 
 /// A result without details: no `details` key, or `null` where a track's surface always has one (Rust).
 fn no_details() -> Value {

@@ -113,6 +113,7 @@ mod tests {
     use super::*;
     use crate::spec::sample;
     use pi_course_judge::compare::{compare, Lang};
+    use serde_json::json;
 
     #[test]
     fn every_expected_trace_accepts_its_own_sample_and_rejects_a_step_dropped() {
@@ -208,6 +209,30 @@ mod tests {
             passed.is_empty(),
             "relabelled fixed traces passed: {passed:?}"
         );
+    }
+
+    /// What a run is handed before it asks anything (its system prompt and the caller's messages) is
+    /// drawn afresh in every instance, boundary values and all: the message the run answers always holds
+    /// text of its own, so no instance's first request is the same in two grades, even where the system
+    /// prompt is empty and an earlier message has no content.
+    #[test]
+    fn no_instance_opens_the_same_in_two_grades() {
+        let opening = |instance: &Value| json!({ "system_prompt": instance["system_prompt"], "caller": instance["caller"] });
+        let (a, b) = (cases(5), cases(6));
+        let mut empty_prompts = 0;
+        for (x, y) in a.iter().zip(&b) {
+            let runs = |c: &Case| c.instance["runs"].as_array().unwrap().clone();
+            for (i, run) in runs(x).iter().enumerate() {
+                let last = run["caller"].as_array().unwrap().last().unwrap();
+                let texts = last["content"].as_array().unwrap();
+                assert!(!texts.is_empty(), "{} run {i}: {last}", x.name);
+                empty_prompts += usize::from(run["system_prompt"] == "");
+                for other in runs(y) {
+                    assert_ne!(opening(run), opening(&other), "{} run {i}", x.name);
+                }
+            }
+        }
+        assert!(empty_prompts > 0, "no instance drew an empty system prompt");
     }
 
     #[test]

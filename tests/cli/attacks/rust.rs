@@ -1296,9 +1296,15 @@ fn soundness_hole_forger(answers: &str) -> String {
     )
 }
 
-/// The system prompt of each instance of `file` (an `expected.json`, or the expected traces of a
-/// `last-traces.json`), by test name: text that only a replay of those instances' answers can put in a
-/// trace (a fresh instance has a prompt of its own).
+/// The opening of a run: its first request's system prompt and messages (the caller's), as one text.
+/// Drawn afresh each grade (the caller's texts carry tokens of their own, even where the prompt is
+/// empty), so only a replay of those instances' answers can put it in a trace.
+fn opening(system_prompt: &Value, messages: &Value) -> String {
+    serde_json::json!({ "system_prompt": system_prompt, "messages": messages }).to_string()
+}
+
+/// The opening of each test's first instance in `file` (an `expected.json`, or the expected traces of
+/// a `last-traces.json`), by test name.
 fn prompts_of(file: &Value) -> std::collections::BTreeMap<String, String> {
     file["tests"]
         .as_array()
@@ -1311,19 +1317,12 @@ fn prompts_of(file: &Value) -> std::collections::BTreeMap<String, String> {
                 None => name.to_string(),
             };
             // A test of several instances: its first one's.
-            let (instance, expected) = match t["instance"]["runs"].as_array() {
-                Some(runs) => (&runs[0], &t["expected"]["runs"][0]),
-                None => match t["expected"]["runs"].as_array() {
-                    Some(runs) => (&t["instance"], &runs[0]),
-                    None => (&t["instance"], &t["expected"]),
-                },
+            let expected = match t["expected"]["runs"].as_array() {
+                Some(runs) => &runs[0],
+                None => &t["expected"],
             };
             let first = &expected["alternatives"][0]["steps"][0]["match"];
-            let prompt = match instance["system_prompt"].as_str() {
-                Some(prompt) => prompt,
-                None => first["system_prompt"].as_str().unwrap_or_default(),
-            };
-            (name, prompt.to_string())
+            (name, opening(&first["system_prompt"], &first["messages"]))
         })
         .collect()
 }
@@ -1334,7 +1333,7 @@ fn last_traces(dir: &Path) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// The failing tests of the last grade whose trace opens with a request carrying `prompts[test]`: the
+/// The failing tests of the last grade whose trace opens with the request `prompts[test]` names: the
 /// tests whose trace a forgery wrote (the loop under test never asks the model anything).
 fn traces_opening_with(dir: &Path, prompts: &std::collections::BTreeMap<String, String>) -> usize {
     let last = last_traces(dir);
@@ -1352,7 +1351,7 @@ fn traces_opening_with(dir: &Path, prompts: &std::collections::BTreeMap<String, 
             first["kind"] == "request"
                 && prompts
                     .get(name)
-                    .is_some_and(|p| !p.is_empty() && first["system_prompt"] == *p)
+                    .is_some_and(|p| opening(&first["system_prompt"], &first["messages"]) == *p)
         })
         .count()
 }
@@ -1389,7 +1388,9 @@ fn a_soundness_hole_forgery_with_the_practice_answers_earns_nothing_on_fresh_ins
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|t| t["instance"]["runs"][0]["caller"][0]["content"][0]["text"].as_str())
+        .flat_map(|t| t["instance"]["runs"][0]["caller"].as_array().unwrap())
+        .flat_map(|m| m["content"].as_array().unwrap())
+        .filter_map(|b| b["text"].as_str())
         .collect();
     assert!(
         report_tests(&report).iter().any(|(_, t)| {
@@ -1665,8 +1666,8 @@ fn assert_saw_instances_only(dir: &Path, report: &Value) {
         // A fresh instance, and nothing of an answer.
         assert!(instance["turns"].is_array(), "{instance:#}");
         assert_ne!(
-            instance["system_prompt"].as_str(),
-            prompts.get(name).map(String::as_str)
+            Some(opening(&instance["system_prompt"], &instance["caller"])),
+            prompts.get(name).cloned()
         );
         for answer in ["alternatives", "\"rule\"", "$bind", "\"after\""] {
             assert!(!line.contains(answer), "{name}: the orders hold {answer}");

@@ -450,13 +450,13 @@ fn failure_messages_follow_the_learners_language() {
     // A failed comparison too.
     write_ts_loop(&en, &wrong_system_prompt());
     let (_, json) = grade_json(&en, &["--lang", "en", "--group", "7.1"]);
-    // Every test of the group sends a request, so each fails there, showing the prompt it got.
+    // Every test of the group sends a request, so each fails there, leading with the prompt it got.
     let failed = messages(&json);
     assert!(!failed.is_empty(), "{json:#}");
     for (name, message) in &failed {
         assert!(
             message.contains("expected")
-                && message.contains("happened")
+                && message.contains("got")
                 && message.contains("a prompt of its own"),
             "{name}: {message}"
         );
