@@ -810,12 +810,26 @@ fn a_bad_shard_is_refused_before_anything_is_graded() {
     ] {
         let out = part(root, "subs", "results", shard, &["--lang", "en"]);
         assert_refused(&out, &[says], &root.join("results"));
-        let json = part(root, "subs", "results", shard, &["--format", "json"]);
+        let json = part(
+            root,
+            "subs",
+            "results",
+            shard,
+            &["--format", "json", "--lang", "en"],
+        );
         assert_eq!(json.status.code(), Some(2), "{}", describe(&json));
         let doc: Value = serde_json::from_slice(&json.stdout).unwrap();
         assert_eq!(doc["status"], "error");
         assert!(doc["message"].as_str().unwrap().contains(says), "{doc:#}");
     }
+    // In Chinese, the same refusal in Chinese: the command line speaks the learner's language too.
+    let zh = part(root, "subs", "results", "4/4", &["--format", "json"]);
+    assert_eq!(zh.status.code(), Some(2), "{}", describe(&zh));
+    let doc: Value = serde_json::from_slice(&zh.stdout).unwrap();
+    assert!(
+        doc["message"].as_str().unwrap().contains("0/4 到 3/4"),
+        "{doc:#}"
+    );
     let none = pi_course(root)
         .args(["merge-class", "--out", "x"])
         .output()
