@@ -385,22 +385,9 @@ fn the_help_and_usage_errors_speak_the_directorys_language() {
     let en = made(tmp.path(), "en", &["--lang", "en"]);
     let zh = made(tmp.path(), "zh", &[]);
     let outside = tmp.path();
-    let subcommands = [
-        "practice",
-        "grade",
-        "grade-class",
-        "merge-class",
-        "watch",
-        "hint",
-        "explain",
-        "status",
-        "list",
-        "skeleton",
-        "completions",
-    ];
     let helps = |dir: &Path, extra: &[&str]| -> Vec<(String, String)> {
         let mut all = vec![vec!["--help"], vec!["-h"], vec!["help", "grade"]];
-        all.extend(subcommands.iter().map(|s| vec![*s, "--help"]));
+        all.extend(SUBCOMMANDS.iter().map(|s| vec![*s, "--help"]));
         all.into_iter()
             .map(|line| {
                 // The language goes first: `help grade` takes no flags after it.

@@ -533,19 +533,7 @@ fn every_subcommands_help_has_examples_and_exit_codes() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", describe(&out));
         stdout(&out)
     };
-    for sub in [
-        "practice",
-        "grade",
-        "grade-class",
-        "merge-class",
-        "watch",
-        "hint",
-        "explain",
-        "status",
-        "list",
-        "skeleton",
-        "completions",
-    ] {
+    for sub in SUBCOMMANDS {
         let en = help(&[sub, "--help", "--lang", "en"]);
         assert!(
             en.contains("Examples:\n  pi-course ") && en.contains("Exit status:\n  0  "),

@@ -611,6 +611,21 @@ pub fn ts_dir() -> PathBuf {
 }
 
 /// The file a learner edits in a TypeScript practice directory.
+/// Every subcommand a user types (clap's own `help` aside), as the help tests go through them.
+pub const SUBCOMMANDS: [&str; 11] = [
+    "practice",
+    "grade",
+    "grade-class",
+    "merge-class",
+    "watch",
+    "hint",
+    "explain",
+    "status",
+    "list",
+    "skeleton",
+    "completions",
+];
+
 pub const TS_LOOP: &str = "src/agent-loop.ts";
 
 /// The line that opens `runAgentLoop` in the TypeScript skeleton and reference.
