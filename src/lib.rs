@@ -110,7 +110,10 @@ pub fn run() -> ExitCode {
         Command::Skeleton { chapter, track } => {
             commands::skeleton::run(&catalog, lang, &chapter, track.into())
         }
-        Command::Completions { shell } => commands::completions::run(Cli::command(), shell.into()),
+        Command::Completions { shell } => {
+            let command = cli_lang::localized(Cli::command(), lang);
+            commands::completions::run(&catalog, lang, command, shell.into())
+        }
         Command::Watch { dir, poll, limits } => {
             let dir = dir.unwrap_or_else(metadata::find);
             commands::watch::run(&catalog, lang, dir, poll, limits.into())

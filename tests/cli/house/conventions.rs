@@ -27,6 +27,63 @@ fn completions_for_each_shell() {
     assert_eq!(fs_count(here.path()), 0);
 }
 
+/// A script offers the course's own words where one is asked: the chapter's id to `practice`,
+/// `skeleton` and `grade-class --chapter`, each Lab's number and slug to `grade --group`, `hint` and
+/// `explain`; where the shell shows a word's description, it is the name in the learner's language.
+#[test]
+fn completions_offer_the_chapters_and_their_labs() {
+    let here = tempfile::tempdir().unwrap();
+    let manifest = chapter_manifest();
+    let id = manifest["id"].as_str().unwrap();
+    let groups = manifest["group"].as_array().unwrap();
+    let words: Vec<&str> = groups
+        .iter()
+        .flat_map(|g| [g["lab"].as_str().unwrap(), g["slug"].as_str().unwrap()])
+        .collect();
+    assert!(words.len() >= 10, "{words:?}");
+    let zsh = stdout(&run(here.path(), &["completions", "zsh", "--lang", "en"]));
+    // The chapter, with its title, where practice, skeleton and grade-class ask for one.
+    let title = manifest["title"]["en"].as_str().unwrap();
+    let chapter = format!(":(({id}\\:\"{title}\"))");
+    assert_eq!(zsh.matches(&chapter).count(), 3, "{zsh}");
+    // Every Lab by number and by slug, with its name, where grade --group, hint and explain ask for one.
+    for group in groups {
+        let name = group["name"]["en"].as_str().unwrap();
+        for word in [&group["lab"], &group["slug"]] {
+            let offered = format!("{}\\:\"{name}", word.as_str().unwrap());
+            assert!(zsh.matches(&offered).count() >= 3, "{offered} in\n{zsh}");
+        }
+    }
+    // Bash and fish offer the same words. (PowerShell's script completes commands and flags only.)
+    let bash = stdout(&run(here.path(), &["completions", "bash"]));
+    let labs = words.join(" ");
+    assert!(bash.matches(&labs).count() >= 3, "{labs} in\n{bash}");
+    assert!(bash.contains(&format!("--help {id}\"")), "{bash}");
+    let fish = stdout(&run(here.path(), &["completions", "fish"]));
+    for word in &words {
+        assert!(fish.contains(&format!("{word}\\t")), "fish lacks {word}");
+    }
+    // In Chinese, the names are the Chinese ones.
+    let zh = stdout(&run(here.path(), &["completions", "fish", "--lang", "zh"]));
+    for group in groups {
+        let name = group["name"]["zh"].as_str().unwrap();
+        assert!(zh.contains(name), "{name} in\n{zh}");
+    }
+    // The words are offered, never required: a group named by its name still grades (the command line
+    // parses as before).
+    let out = run(
+        here.path(),
+        &["grade", "--group", "plain-text stop", ".", "--lang", "en"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("is not a practice directory"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(fs_count(here.path()), 0);
+}
+
 fn fs_count(dir: &Path) -> usize {
     std::fs::read_dir(dir).unwrap().count()
 }
