@@ -456,8 +456,8 @@ impl Runner {
         let mut finished = false;
         let mut channel_open = true;
         // Whether the process was kept from the CPU, asked when time judges it (the driver's hang watch
-        // wrote `hang`, or the timeout came), while the process is still there to be asked: records are
-        // read before its end is looked at, and it is not reaped before.
+        // wrote `hang`, the driver gave up a wait, or the timeout came), while the process is still
+        // there to be asked: records are read before its end is looked at, and it is not reaped before.
         let mut kept = None;
         let pid = process.child.id();
         let asked = |at: Instant| pid.is_some_and(|pid| (self.kept_from_cpu)(pid, at - started));
@@ -472,7 +472,7 @@ impl Runner {
                 }
                 received = process.verdicts.next(), if channel_open => {
                     let done = receive(&name, received, &mut trace, &mut began);
-                    if kept.is_none() && trace.steps.last().is_some_and(|s| s["kind"] == "hang") {
+                    if kept.is_none() && trace.steps.last().is_some_and(spoken_by_time) {
                         kept = Some(asked(Instant::now()));
                     }
                     match done {
@@ -549,10 +549,19 @@ fn judged_by_time(result: &TestResult) -> bool {
 /// call that never started). Both only mean "not within the quiet time", which a classmate's spinning
 /// threads can make true of a correct loop.
 fn waited_in_vain(trace: &[Value]) -> bool {
-    trace.last().is_some_and(|step| step["kind"] == "hang")
-        || trace
-            .iter()
-            .any(|step| step["kind"] == "driver" && step["action"] == "gave_up")
+    trace.last().is_some_and(|step| step["kind"] == "hang") || trace.iter().any(gave_up)
+}
+
+/// A driver's step that says it waited for the loop in vain.
+fn gave_up(step: &Value) -> bool {
+    step["kind"] == "driver" && step["action"] == "gave_up"
+}
+
+/// A step that time wrote: the hang watch's, or a wait given up. When one arrives the runner asks
+/// whether the process was kept from the CPU, while it still runs: a wait given up is followed by the
+/// rest of the run, whose end is too late to ask about the quiet time that came before.
+fn spoken_by_time(step: &Value) -> bool {
+    step["kind"] == "hang" || gave_up(step)
 }
 
 /// Follows one record of `name`'s process: `Some(true)` once its trace is finished, `Some(false)` once
@@ -695,6 +704,23 @@ fn main() {
                     log(&gates, "again-started");
                     send("step", name, instance);
                 }
+                send("finished", name, "null")
+            }
+            // The driver gives up a wait the first time, then the run goes on to its end; passes when
+            // judged again.
+            "g::first_gives_up" => {
+                let gates = std::path::PathBuf::from(std::env::var("GATE_DIR").unwrap());
+                if std::fs::create_dir(gates.join("ran")).is_ok() {
+                    // Opened before the step goes out, read and write (so that opening never waits):
+                    // the grader's look writes one byte to it (GATE_DIR/asked, a FIFO), and the run
+                    // goes on only then.
+                    let mut asked = std::fs::OpenOptions::new().read(true).write(true).open(gates.join("asked")).unwrap();
+                    send("step", name, "{\"kind\":\"driver\",\"action\":\"gave_up\",\"waiting_for\":\"x\"}");
+                    asked.read_exact(&mut [0u8; 1]).unwrap();
+                } else {
+                    log(&gates, "again-started");
+                }
+                send("step", name, instance);
                 send("finished", name, "null")
             }
             // Judged by the driver's hang watch every time.
@@ -941,6 +967,59 @@ fn log(gates: &std::path::Path, line: &str) {
         assert_eq!(
             std::fs::read_to_string(gates.join("log")).unwrap_or_default(),
             ""
+        );
+    }
+
+    /// What the fake suite's `first_gives_up` needs of the grader's look at its process: a byte on the
+    /// FIFO `GATE_DIR/asked`, found through the process's environment, which only a process that still
+    /// runs shows. Kept from the CPU when asked early (the grade's timeout is a minute): asked at the
+    /// timeout, or of a process that ended, the answer is no, as a real look at an ended process's
+    /// scheduling would be.
+    fn looked_at_while_it_waits(pid: u32, wall: Duration) -> bool {
+        use std::io::Write;
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::OpenOptionsExt;
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            return false;
+        };
+        let Some(dir) = environ
+            .split(|b| *b == 0)
+            .find_map(|pair| pair.strip_prefix(b"GATE_DIR="))
+        else {
+            return false;
+        };
+        let fifo = std::path::Path::new(std::ffi::OsStr::from_bytes(dir)).join("asked");
+        let told = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(fifo)
+            .and_then(|mut f| f.write_all(b"x"));
+        told.is_ok() && wall < Duration::from_secs(30)
+    }
+
+    #[test]
+    fn a_wait_given_up_while_kept_from_the_cpu_is_judged_again_alone() {
+        let (dir, exe) = fake_suite();
+        let gates = dir.path().join("gates");
+        std::fs::create_dir(&gates).unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(gates.join("asked"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let mut runner = fake_runner(&exe, &["g::first_gives_up"], &gates);
+        runner.kept_from_cpu = looked_at_while_it_waits;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // The first run gives up a wait and then finishes as a correct loop would: its verdict is time's,
+        // asked about while the process waited, so it runs again alone, and that run's verdict counts.
+        let results = rt.block_on(runner.run(&[vec!["g::first_gives_up".into()]], &|_| {}));
+        assert_eq!(results[0].outcome, Outcome::Passed, "{results:?}");
+        assert_eq!(
+            std::fs::read_to_string(gates.join("log")).unwrap_or_default(),
+            "again-started\n"
         );
     }
 

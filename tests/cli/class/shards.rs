@@ -295,12 +295,42 @@ fn assert_same_results(whole: &Path, merged: &Path, what: &str) {
         .chain(a.iter().filter(|(rel, _)| rel.as_str() != "summary.csv"));
     for (rel, text) in summary_first {
         if let Some((x, y)) = text.lines().zip(b[rel].lines()).find(|(x, y)| x != y) {
-            panic!("{what}: {rel} differs beyond timing:\n  whole: {x}\n  parts: {y}");
+            let why = match rel.as_str() {
+                "summary.csv" => format!(
+                    "\n  whole's failures: {}\n  parts' failures: {}",
+                    failures_of(whole, x),
+                    failures_of(merged, y)
+                ),
+                _ => String::new(),
+            };
+            panic!("{what}: {rel} differs beyond timing:\n  whole: {x}\n  parts: {y}{why}");
         }
         assert!(
             text == &b[rel],
             "{what}: {rel} differs beyond timing (its length)"
         );
+    }
+}
+
+/// The failing tests of the learner a summary.csv row names (its first field), with their messages: a
+/// learner graded differently by two runs shows what each run saw.
+fn failures_of(results: &Path, row: &str) -> String {
+    let name = row.split(',').next().unwrap_or_default();
+    let Ok(text) = fs::read_to_string(results.join(format!("learners/{name}.json"))) else {
+        return format!("no report for {name:?}");
+    };
+    let report: Value = serde_json::from_str(&text).unwrap();
+    let failing: Vec<String> = report["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["tests"].as_array().into_iter().flatten())
+        .filter(|t| t["status"] != "pass")
+        .map(|t| format!("{} ({}): {}", t["name"], t["status"], t["message"]))
+        .collect();
+    match failing.is_empty() {
+        true => "none".to_string(),
+        false => failing.join("\n    "),
     }
 }
 
