@@ -82,7 +82,35 @@ impl Lang {
             .get(self);
         let mut out = text.to_string();
         for (name, value) in args {
-            out = out.replace(&format!("{{{name}}}"), &value.to_string());
+            out = out.replace(
+                &format!("{{{name}}}"),
+                &self.system_words(value.to_string()),
+            );
+        }
+        out
+    }
+
+    /// `value` with the system's own words for an error (`No such file or directory (os error 2)`, as
+    /// an `io::Error` shows itself, wherever it was put into text) said in this language: in Chinese a
+    /// known error reads `没有这个文件或目录（os error 2）`, its number kept for a search. The words are
+    /// found by the number, as the system would say them, so nothing else in the value changes.
+    fn system_words(self, value: String) -> String {
+        if self == Lang::En || !value.contains("(os error ") {
+            return value;
+        }
+        let mut out = value.clone();
+        for part in value.split("(os error ").skip(1) {
+            let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+            let Ok(code) = digits.parse::<i32>() else {
+                continue;
+            };
+            let error = std::io::Error::from_raw_os_error(code);
+            if let Some(key) = os_error_key(error.kind()) {
+                out = out.replace(
+                    &error.to_string(),
+                    &format!("{}（os error {code}）", self.t(key, &[])),
+                );
+            }
         }
         out
     }
@@ -114,6 +142,30 @@ impl Lang {
     }
 }
 
+/// The message that says what an error of `kind` is, for the kinds a learner or an instructor meets
+/// (a place that cannot be written, a full disk, a missing file); others keep the system's words.
+fn os_error_key(kind: std::io::ErrorKind) -> Option<&'static str> {
+    use std::io::ErrorKind as K;
+    Some(match kind {
+        K::NotFound => "os-error-not-found",
+        K::PermissionDenied => "os-error-permission-denied",
+        K::AlreadyExists => "os-error-already-exists",
+        K::ReadOnlyFilesystem => "os-error-read-only",
+        K::StorageFull => "os-error-storage-full",
+        K::QuotaExceeded => "os-error-quota",
+        K::NotADirectory => "os-error-not-a-directory",
+        K::IsADirectory => "os-error-is-a-directory",
+        K::DirectoryNotEmpty => "os-error-not-empty",
+        K::InvalidFilename => "os-error-invalid-name",
+        K::FileTooLarge => "os-error-too-large",
+        K::ResourceBusy => "os-error-busy",
+        K::CrossesDevices => "os-error-crosses-devices",
+        K::TooManyLinks => "os-error-too-many-links",
+        K::Interrupted => "os-error-interrupted",
+        _ => return None,
+    })
+}
+
 fn table() -> &'static BTreeMap<String, Text> {
     static TABLE: OnceLock<BTreeMap<String, Text>> = OnceLock::new();
     TABLE.get_or_init(|| {
@@ -134,6 +186,42 @@ mod tests {
         let key = table().keys().next().unwrap().clone();
         for lang in [Lang::Zh, Lang::En] {
             assert!(!lang.t(&key, &[]).is_empty());
+        }
+    }
+
+    #[test]
+    fn a_system_error_is_said_in_the_learners_language_with_its_number() {
+        let missing = std::io::Error::from_raw_os_error(libc::ENOENT);
+        let value = format!("/tmp/x: {missing}");
+        let zh = Lang::Zh.t(
+            "practice-no-access",
+            &[("path", &"/proc"), ("error", &value)],
+        );
+        assert_eq!(
+            zh,
+            format!(
+                "无法在 /proc 中写入：/tmp/x: 没有这个文件或目录（os error {}）。",
+                libc::ENOENT
+            )
+        );
+        let en = Lang::En.t(
+            "practice-no-access",
+            &[("path", &"/proc"), ("error", &value)],
+        );
+        assert!(en.ends_with(&format!("{missing}.")), "{en}");
+        // Text that only looks like an error's number, and an error this table does not know, stay.
+        for value in ["(os error x)", "a (os error 99999) b"] {
+            let zh = Lang::Zh.t("practice-no-access", &[("path", &"p"), ("error", &value)]);
+            assert!(zh.contains(value), "{zh}");
+        }
+        // Every kind that has words has them in both languages, and English's are the system's.
+        for code in 1..134 {
+            let error = std::io::Error::from_raw_os_error(code);
+            if let Some(key) = os_error_key(error.kind()) {
+                let zh = Lang::Zh.t(key, &[]);
+                assert!(!zh.is_empty() && !zh.is_ascii(), "{key}: {zh}");
+                assert!(!Lang::En.t(key, &[]).is_empty(), "{key}");
+            }
         }
     }
 

@@ -31,7 +31,7 @@ pub fn run(
     }
     for (file, error) in &graded.unwritten {
         eprintln!(
-            "{}: {}",
+            "{}{}",
             lang.t("error-prefix", &[]),
             lang.t("class-report-failed", &[("file", file), ("error", error)])
         );

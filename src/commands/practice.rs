@@ -62,7 +62,7 @@ pub fn run(
                 None => lang.t("practice-failed-cleaned", &[]),
                 Some(path) => lang.t("practice-failed-leftover", &[("path", &path.display())]),
             });
-            eprintln!("{}: {message}", lang.t("error-prefix", &[]));
+            eprintln!("{}{message}", lang.t("error-prefix", &[]));
             Ok(ExitCode::FAILURE)
         }
     }

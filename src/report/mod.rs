@@ -41,7 +41,7 @@ pub fn emit(text: &str) {
 /// Reports bad input: on stderr for a person, and, when the command was asked for a document
 /// (`--format json` or `gradescope`), also as exactly one such document on stdout.
 pub fn bad_input(error: &crate::error::UserError, lang: Lang, format: Option<Format>) {
-    eprintln!("{}: {error}", lang.t("error-prefix", &[]));
+    eprintln!("{}{error}", lang.t("error-prefix", &[]));
     match format {
         Some(Format::Json) => emit(&format!("{}\n", json::ErrorDocument::new(error).render())),
         Some(Format::Gradescope) => emit(&format!("{}\n", gradescope::render_error(error))),

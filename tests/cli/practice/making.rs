@@ -602,8 +602,8 @@ fn an_interrupt_leaves_the_whole_directory_or_nothing() {
     }
 }
 
-/// A place that takes no new directory (like /proc) is bad input, said with the system's reason and no
-/// name of a temporary directory, in both languages.
+/// A place that takes no new directory (like /proc) is bad input, said with the system's reason (in
+/// the learner's language) and no name of a temporary directory, in both languages.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_place_that_takes_no_directory_is_refused_without_a_temporary_name() {
@@ -618,5 +618,13 @@ fn a_place_that_takes_no_directory_is_refused_without_a_temporary_name() {
         assert!(err.contains(wanted), "{err}");
         assert!(!err.contains(".tmp-") && !err.contains("at path"), "{err}");
         assert!(err.contains("cd ~ && pi-course practice 07"), "{err}");
+        // The system's reason, in the learner's language, with its number.
+        assert!(
+            err.contains("(os error ") || err.contains("（os error "),
+            "{err}"
+        );
+        if lang == "zh" {
+            assert!(!err.contains("No such") && !err.contains("denied"), "{err}");
+        }
     }
 }
