@@ -694,3 +694,134 @@ pub fn skipped(call: &Value, reason: &str, key: &str) -> Value {
         "isError": true,
     })
 }
+
+/// The rules as the graph holds them, checked on every instance three seeds draw: what the chapter
+/// says of any run, whatever its scenario (the fixtures and the judge's own tests check whole traces).
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// Every drawn instance with its alternatives: (test, instance, alternatives).
+    fn drawn() -> Vec<(String, Value, Vec<Vec<Value>>)> {
+        let mut all = Vec::new();
+        for seed in [1, 7, 2024] {
+            for case in super::super::cases(seed) {
+                for instance in case.instance["runs"].as_array().unwrap() {
+                    all.push((case.name.clone(), instance.clone(), alternatives(instance)));
+                }
+            }
+        }
+        assert!(all.len() > 150, "{} instances", all.len());
+        all
+    }
+
+    /// The steps step `i` comes after, directly or through others.
+    fn before(steps: &[Value], i: usize) -> BTreeSet<usize> {
+        let mut seen = BTreeSet::new();
+        let mut todo: Vec<usize> = vec![i];
+        while let Some(j) = todo.pop() {
+            for a in steps[j]["after"].as_array().unwrap() {
+                let a = a.as_u64().unwrap() as usize;
+                if seen.insert(a) {
+                    todo.push(a);
+                }
+            }
+        }
+        seen
+    }
+
+    fn kind(step: &Value) -> &str {
+        step["match"]["kind"].as_str().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_step_comes_only_after_earlier_ones_and_the_result_after_all() {
+        for (test, _, paths) in drawn() {
+            for steps in &paths {
+                for (i, step) in steps.iter().enumerate() {
+                    for a in step["after"].as_array().unwrap() {
+                        assert!((a.as_u64().unwrap() as usize) < i, "{test}: step {i}");
+                    }
+                    assert!(!step["rule"].as_str().unwrap_or_default().is_empty());
+                }
+                // One result, last, and nothing of the run may come after it.
+                let last = steps.len() - 1;
+                assert_eq!(kind(&steps[last]), "result", "{test}");
+                assert_eq!(steps.iter().filter(|s| kind(s) == "result").count(), 1);
+                assert_eq!(before(steps, last), (0..last).collect(), "{test}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_requests_are_counted_bounded_and_an_aborted_start_makes_none() {
+        for (test, instance, paths) in drawn() {
+            let limit = instance["max_steps"].as_u64().unwrap_or(DEFAULT_MAX_STEPS);
+            for steps in &paths {
+                let requests: Vec<&Value> = steps.iter().filter(|s| kind(s) == "request").collect();
+                let result = &steps[steps.len() - 1]["match"];
+                assert!(requests.len() as u64 <= limit, "{test}");
+                // `steps` is the number of requests the run made, numbered from one.
+                assert_eq!(result["steps"], json!(requests.len()), "{test}");
+                for (n, request) in requests.iter().enumerate() {
+                    assert_eq!(request["match"]["n"], json!(n + 1), "{test}");
+                }
+                if instance["pre_abort"] == true {
+                    assert!(requests.is_empty(), "{test}");
+                    assert_eq!(result["reason"], "aborted", "{test}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_calls_of_a_batch_run_at_once_and_none_waits_for_another() {
+        let mut batches = 0;
+        for (test, _, paths) in drawn() {
+            for steps in &paths {
+                // The tools entered between two requests are one batch's.
+                let mut batch: Vec<usize> = Vec::new();
+                let mut check = |batch: &mut Vec<usize>| {
+                    for &x in batch.iter() {
+                        for &y in batch.iter() {
+                            assert!(
+                                !before(steps, x).contains(&y),
+                                "{test}: step {x} waits for step {y} of its batch"
+                            );
+                        }
+                    }
+                    batches += usize::from(batch.len() > 1);
+                    batch.clear();
+                };
+                for (i, step) in steps.iter().enumerate() {
+                    match kind(step) {
+                        "request" | "result" => check(&mut batch),
+                        "exec_enter" => batch.push(i),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        assert!(batches > 20, "{batches} batches of two calls or more");
+    }
+
+    #[test]
+    fn only_a_repeated_call_id_leaves_who_answers_it_free() {
+        let mut free = 0;
+        for (test, instance, paths) in drawn() {
+            let repeats = instance["turns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|turn| repeats_an_id(&wire::calls_of(&turn["message"])));
+            assert_eq!(paths.len() > 1, repeats, "{test}");
+            free += usize::from(repeats);
+            // The paths differ, and each is whole.
+            for (i, a) in paths.iter().enumerate() {
+                assert!(paths[i + 1..].iter().all(|b| b != a), "{test}");
+            }
+        }
+        assert!(free > 0);
+    }
+}
