@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::support::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 // ---------------------------------------------------------------------------------------------------
 // Building attacks
@@ -1722,4 +1722,63 @@ fn a_file_in_the_home_is_unreadable_at_compile_time() {
             || (report["status"] == "error" && message.contains("secret.ts")),
         "{report}"
     );
+}
+
+/// The reference renamed, and a `runAgentLoop` that returns what `wrap` makes of its honest result
+/// (`truth`): an object whose own properties tell the caller one thing and whose `toJSON` tells
+/// JSON.stringify another.
+fn lying_to_the_caller(wrap: &str) -> String {
+    let reference = ts_solution();
+    assert_eq!(reference.matches(TS_RUN_SIGNATURE).count(), 1);
+    let honest = reference.replacen(
+        TS_RUN_SIGNATURE,
+        "async function honestRun(options: AgentLoopOptions): Promise<AgentRunResult> {\n",
+        1,
+    );
+    format!(
+        "{honest}\n{TS_RUN_SIGNATURE}  const truth = await honestRun(options);\n  return {wrap};\n}}\n"
+    )
+}
+
+/// Round 5 of the TypeScript track: a value that reads one way to the recorder and another to the
+/// caller. The recorder reads a learner's value as a caller does, property by property, and never
+/// calls its `toJSON`: a result whose messages are empty to its caller, or whose messages are empty
+/// user messages, with a `toJSON` that returns the honest result, is recorded as the caller sees it
+/// and passes nothing. (A Rust loop returns the API's own types, whose serialization it cannot
+/// change: the attack has no Rust form.)
+#[test]
+fn a_result_that_shows_json_one_thing_and_the_caller_another_is_recorded_as_the_caller_sees_it() {
+    let (_tmp, dir) = practice_ts();
+    for (what, wrap, caller_sees) in [
+        (
+            "an empty transcript",
+            "Object.assign({ ...truth, messages: [] }, { toJSON: () => truth })",
+            json!([]),
+        ),
+        (
+            "blank messages",
+            "{ ...truth, messages: truth.messages.map((m) => Object.assign({ role: \"user\", content: [] }, { toJSON: () => m }) as unknown as typeof m) }",
+            json!({"role": "user", "content": []}),
+        ),
+    ] {
+        write_ts_loop(&dir, &lying_to_the_caller(wrap));
+        let (code, report) = grade_json(&dir, &[]);
+        assert_eq!(code, 1, "{what}: {report:#}");
+        assert_built(&report);
+        // It ran: what the driver recorded of each result is what its caller reads.
+        let results = steps_of(&dir, "result", |_| true);
+        assert!(!results.is_empty(), "{what}: no result recorded");
+        for result in &results {
+            let messages = result["messages"].as_array().unwrap();
+            match caller_sees.as_array() {
+                Some(empty) => assert_eq!(messages, empty, "{what}: {result:#}"),
+                None => assert!(
+                    !messages.is_empty() && messages.iter().all(|m| *m == caller_sees),
+                    "{what}: {result:#}"
+                ),
+            }
+        }
+        // And it got nothing.
+        assert_required_fail(&report);
+    }
 }

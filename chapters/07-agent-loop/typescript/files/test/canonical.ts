@@ -2,16 +2,18 @@
 // The canonical form of the values in a step (docs/JUDGE.md), so the drivers of both tracks write the
 // same JSON for the same run:
 //
-// - 学习者给的值先变成纯 JSON 数据，只读一次（它的 toJSON 和 getter 在这里运行，之后不再碰它）；
-//   a learner's value becomes plain JSON data first, read once (its toJSON and getters run here, and
-//   it is never touched again);
+// - 学习者给的值先变成纯 JSON 数据，只读一次，读法和调用方一样：逐个读它自己的可枚举属性（getter 和
+//   Proxy 在这里运行，之后不再碰它），从不调用 toJSON，所以记下的就是调用方读到的；
+//   a learner's value becomes plain JSON data first, read once, the way a caller reads it: its own
+//   enumerable properties one by one (its getters and Proxy traps run here, and it is never touched
+//   again), never its toJSON, so what is recorded is what a caller reads;
 // - details 和 errorMessage 只在有时出现（JSON 本就丢掉 undefined）：null 和没有这个键是两个不同的值；
 //   `details` and `errorMessage` appear only when set (JSON drops undefined already): null and no key at
 //   all are two different values;
 // - 已知形状的键按线上格式的顺序排列，多出来的键原样留在后面（它们也是观察到的）。
 //   the keys of a known shape come in wire order; extra keys stay, after them (they were observed too).
 
-import { create, hasOwn, isArray, ownKeys, parse, stringify } from "./safe.js";
+import { SafeError, create, hasOwn, isArray, isFinite, keys, ownKeys } from "./safe.js";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -21,11 +23,51 @@ export const NOT_JSON = "<not JSON>";
 
 export function plain(value: unknown): Json {
   try {
-    const text = stringify(value);
-    return text === undefined ? null : (parse(text) as Json);
+    return read(value, []) ?? null;
   } catch {
+    // A cycle, a BigInt, a getter or a trap that throws, a value nested past the stack.
     return NOT_JSON;
   }
+}
+
+// JSON 的规则，但按属性读：undefined、函数和 symbol 在对象里省略、在数组里是 null；非有限的数是 null。
+// JSON's rules, read by property: undefined, functions and symbols are left out of an object and null
+// in an array; a number that is not finite is null. `open` holds the objects being read (a cycle).
+function read(value: unknown, open: object[]): Json | undefined {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      return isFinite(value) ? value + 0 : null;
+    case "undefined":
+    case "function":
+    case "symbol":
+      return undefined;
+    case "bigint":
+      throw new SafeError("a BigInt is not JSON");
+  }
+  if (value === null) return null;
+  const object = value as { [key: string]: unknown };
+  if (open.includes(object)) throw new SafeError("a cycle is not JSON");
+  open.push(object);
+  let out: Json;
+  if (isArray(object)) {
+    const items: Json[] = [];
+    const length = (object as unknown as unknown[]).length;
+    for (let i = 0; i < length; i++) items.push(read(object[i], open) ?? null);
+    out = items;
+  } else {
+    // Without a prototype, so a key named "__proto__" is kept as a key like any other.
+    const fields = create(null) as JsonObject;
+    for (const key of keys(object)) {
+      const item = read(object[key], open);
+      if (item !== undefined) fields[key] = item;
+    }
+    out = fields;
+  }
+  open.pop();
+  return out;
 }
 
 function isObject(value: Json | undefined): value is JsonObject {

@@ -12,7 +12,8 @@
 export const { stringify, parse } = JSON;
 export const { isArray } = Array;
 export const { apply, ownKeys } = Reflect;
-export const { create, defineProperty, freeze, getOwnPropertyDescriptor, hasOwn } = Object;
+export const { create, defineProperty, freeze, getOwnPropertyDescriptor, hasOwn, keys } = Object;
+export const { isFinite } = Number;
 export const SafePromise = Promise;
 export const SafeMap = Map;
 export const SafeSet = Set;
