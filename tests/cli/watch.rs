@@ -276,10 +276,18 @@ fn all_required_pass(screen: &str) -> bool {
 }
 
 /// The skeleton graded: 7.1 fails, and the next step points at it.
+/// The first whole frame: the terminal gets a frame in pieces, so the wait is for its last line (the
+/// keys) as well as for the verdicts above it.
 fn first_verdict(w: &mut Watch) -> String {
-    w.wait_for("the first verdict (7.1 ✗)", FIRST_GRADE, |s| {
-        lab_shows(s, "7.1", '✗') && s.contains("下一步：Lab 7.1")
-    })
+    w.wait_for(
+        "the first verdict (7.1 ✗) and the keys",
+        FIRST_GRADE,
+        |s| {
+            REQUIRED_LABS.iter().all(|lab| lab_shows(s, lab, '✗'))
+                && s.contains("下一步：Lab 7.1")
+                && s.contains("h 提示")
+        },
+    )
 }
 
 #[test]
