@@ -75,6 +75,20 @@ pub const MAX_STEPS: usize = 4_000;
 /// The most bytes of one test's steps the grader reads (its `MAX_TRACE_BYTES`): past it, likewise.
 pub const MAX_TRACE_BYTES: usize = 4 << 20;
 
+/// How many times longer a driver waits for the code under test (its quiet times, its hang watch): more
+/// than 1 when the grader judges a test that time decided again (`PI_COURSE_PATIENCE`, docs/JUDGE.md); 1
+/// when run by hand. Read once.
+pub fn patience() -> u32 {
+    static PATIENCE: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *PATIENCE.get_or_init(|| {
+        std::env::var("PI_COURSE_PATIENCE")
+            .ok()
+            .and_then(|text| text.parse().ok())
+            .filter(|n| (1..=10).contains(n))
+            .unwrap_or(1)
+    })
+}
+
 /// The bytes of `step`'s texts (its strings and keys): never more than its JSON, and cheap to count, so a
 /// step of a 50 MB string is seen to pass the grader's bound without writing its JSON twice.
 fn text_bytes(step: &Value) -> usize {

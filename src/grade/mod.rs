@@ -420,7 +420,6 @@ async fn build_and_run(
         grades_at_once: opts.grades_at_once,
         cases: std::sync::Arc::new(planned),
         lang: opts.lang.judge(),
-        kept_from_cpu: runner::kept_from_cpu,
         machine: runner::MACHINE.clone(),
     };
     let chosen: Vec<String> = result

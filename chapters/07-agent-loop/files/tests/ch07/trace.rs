@@ -122,8 +122,9 @@ impl Trace {
     /// late means the machine did not run the process (a busy machine, a loaded CI runner), so the time it
     /// lost is not the loop's silence. A loop that waits for something that never comes is still called
     /// hung after `quiet` of the process's own time; a correct loop is never called hung because the
-    /// machine was busy.
+    /// machine was busy. `quiet` is multiplied by the harness's patience.
     pub async fn wait_until(&self, holds: impl Fn() -> bool, quiet: Duration) -> bool {
+        let quiet = quiet * pi_course_harness::patience();
         let mut activity = self.activity.subscribe();
         let mut seen = *lock(&self.last);
         // Time since the last activity during which this process did not run.

@@ -24,6 +24,16 @@ export const setTimer = setTimeout;
 export const clearTimer = clearTimeout;
 export const now: () => number = performance.now.bind(performance);
 
+// 评分器重判一个由时间决定的测试时（docs/JUDGE.md），驱动程序的每段等待都放长这么多倍；手动运行时是 1。
+// How many times longer every wait of the driver lasts: more than 1 when the grader judges a test that
+// time decided again (docs/JUDGE.md); 1 when run by hand.
+export const PATIENCE: number = patienceFrom(process.env.PI_COURSE_PATIENCE);
+
+function patienceFrom(text: string | undefined): number {
+  const n = SafeNumber(text);
+  return SafeNumber.isInteger(n) && n >= 1 && n <= 10 ? n : 1;
+}
+
 const SignalClass = AbortSignal;
 const ControllerClass = AbortController;
 const abortedGetter = getOwnPropertyDescriptor(SignalClass.prototype, "aborted")!.get!;

@@ -11,7 +11,7 @@
 // meets a timeout, and no trace depends on timing luck.
 
 import type { Json } from "./canonical.js";
-import { clearTimer, now, SafePromise, SafeSet, setTimer, stringify } from "./safe.js";
+import { clearTimer, now, PATIENCE, SafePromise, SafeSet, setTimer, stringify } from "./safe.js";
 
 export type Step = { [key: string]: Json };
 
@@ -92,12 +92,13 @@ export class Trace {
   }
 
   // holds 成立时 resolve 为 true；连续 quietMs 没有任何步骤（或轨迹关闭）时 resolve 为 false。
-  // 只计本进程在运行的时间：按短节拍看时钟，节拍迟到说明机器没有运行本进程（负载高），那段时间不算 loop 的沉默。
+  // 只计本进程在运行的时间：按短节拍看时钟，节拍迟到说明机器没有运行本进程（负载高），那段时间不算 loop 的沉默。等待时长乘以 PATIENCE。
   // Resolves to true once `holds` is true; to false after quietMs without any step (or on close).
   // Quiet counts only while this process runs: the wait looks at the clock on a short beat, and a beat
   // that comes late means the machine did not run the process (a busy machine), so that time is not the
-  // loop's silence.
+  // loop's silence. The quiet time is multiplied by PATIENCE.
   until(holds: () => boolean, quietMs: number): Promise<boolean> {
+    const quiet = quietMs * PATIENCE;
     return new SafePromise<boolean>((resolve) => {
       let timer: ReturnType<typeof setTimer> | undefined;
       let seen = this.#last;
@@ -120,7 +121,7 @@ export class Trace {
           seen = this.#last;
           starved = 0;
         }
-        if (now() - this.#last - starved >= quietMs) return settle(false);
+        if (now() - this.#last - starved >= quiet) return settle(false);
         beat = now();
         timer = setTimer(check, BEAT_MS);
       };
