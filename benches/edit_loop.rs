@@ -162,6 +162,67 @@ fn target_of(build: &Path) -> PathBuf {
         .join(build.file_name().unwrap())
 }
 
+/// The grader's own account of one edit's grade (`PI_COURSE_TRACE=1` prints each stage's time): per
+/// stage, its median over `n` edits and its median share of the grade's wall time. Crates that cargo
+/// found fresh are summed into one line.
+fn stages(dir: &Path, edits: &mut Edits, n: usize) -> Vec<(String, f64, f64)> {
+    let mut runs: Vec<(f64, std::collections::BTreeMap<String, f64>)> = Vec::new();
+    for _ in 0..n {
+        edits.edit(dir, "slot");
+        let started = std::time::Instant::now();
+        let out = Command::new(BIN)
+            .args(["grade", "--format", "json"])
+            .arg(dir)
+            .env("PI_COURSE_CACHE", cache())
+            .env("PI_COURSE_TRACE", "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("grade runs");
+        let wall = started.elapsed().as_secs_f64();
+        let mut laps = std::collections::BTreeMap::new();
+        for line in String::from_utf8_lossy(&out.stderr).lines() {
+            let Some((stage, secs)) = line
+                .strip_prefix("[timing] ")
+                .and_then(|l| l.rsplit_once(' '))
+            else {
+                continue;
+            };
+            let secs: f64 = secs.parse().unwrap_or(0.0);
+            let stage = match stage.starts_with("build ") && secs < 0.005 {
+                true => "build: crates cargo found fresh".to_string(),
+                false => stage.to_string(),
+            };
+            *laps.entry(stage).or_insert(0.0) += secs;
+        }
+        let counted: f64 = laps.values().sum();
+        laps.insert(
+            "the rest: start, read, report, exit".into(),
+            (wall - counted).max(0.0),
+        );
+        runs.push((wall, laps));
+    }
+    let middle = |mut v: Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[v.len() / 2]
+    };
+    let names: Vec<String> = runs[0].1.keys().cloned().collect();
+    names
+        .into_iter()
+        .map(|name| {
+            let of = |f: &dyn Fn(f64, f64) -> f64| {
+                middle(
+                    runs.iter()
+                        .map(|(wall, laps)| f(*laps.get(&name).unwrap_or(&0.0), *wall))
+                        .collect(),
+                )
+            };
+            let secs = of(&|lap, _| lap);
+            let share = of(&|lap, wall| lap / wall);
+            (name, secs, share)
+        })
+        .collect()
+}
+
 /// Per-crate compile times of one incremental build, from cargo's `--timings` report.
 fn timings(build: &Path) -> Vec<(String, f64)> {
     let target = target_of(build);
@@ -321,6 +382,7 @@ fn main() {
     // Where the time of one edit goes, measured in the grader's own build directory.
     // A grade with nothing to rebuild: cargo's check, then listing and running the tests.
     let unchanged = median((0..n).map(|_| grade(&dir, true)).collect());
+    let shares = stages(&dir, &mut edits, n);
     let build = build.expect("at least one run");
     edits.edit(&build, "slot");
     let units = timings(&build);
@@ -418,6 +480,11 @@ fn main() {
         "fresh first edit / warm re-grade",
         ratio(&first_edit, &regrade)
     );
+    println!();
+    println!("where one edit's grade goes (the grader's own stages, PI_COURSE_TRACE=1; medians):");
+    for (stage, secs, share) in &shares {
+        println!("  {:<42} {:>8.3} s {:>6.1}%", stage, secs, 100.0 * share);
+    }
     println!();
     println!("where one edit's time goes (cargo --timings in the grader's build directory):");
     println!(

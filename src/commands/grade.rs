@@ -89,6 +89,7 @@ pub fn run(catalog: &Catalog, lang: Lang, args: GradeRequest) -> Result<ExitCode
     });
 
     let mut result = result;
+    report::trace_timings(&result);
     if let Some(junit) = &args.junit {
         if let Err(e) = atomic_file::write(junit, report::junit::render(&result, lang).as_bytes()) {
             result.warnings.push(Warning::ReportNotWritten {

@@ -255,6 +255,7 @@ mod tests {
             elapsed: Duration::ZERO,
             partial_credit: false,
             seed: None,
+            timings: Vec::new(),
         }
     }
 

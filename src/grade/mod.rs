@@ -224,7 +224,10 @@ pub async fn grade(
         });
     }
 
-    match build_and_run(submission, opts, progress, &mut result).await {
+    let laps = Laps::new(started);
+    let ran = build_and_run(submission, opts, progress, &laps, &mut result).await;
+    result.timings = laps.into_inner();
+    match ran {
         Ok(()) => {}
         Err(problem) => {
             result.problem = Some(problem);
@@ -269,6 +272,7 @@ fn empty_result(chapter: &Chapter, groups: &[Group], opts: &GradeOptions) -> Gra
         elapsed: Duration::ZERO,
         partial_credit: chapter.partial_credit,
         seed: None,
+        timings: Vec::new(),
     }
 }
 
@@ -287,10 +291,75 @@ pub fn not_graded(
     result
 }
 
+/// Every test of `chapter` a grade under `seed` may run, by full name: the instance its driver gets and
+/// the trace the judge expects; and the names in the chapter's order.
+fn plan(
+    chapter: &Chapter,
+    seed: u64,
+) -> (
+    std::collections::BTreeMap<String, runner::Planned>,
+    Vec<String>,
+) {
+    let cases = crate::spec::cases(&chapter.id, seed).unwrap_or_default();
+    let mut planned = std::collections::BTreeMap::new();
+    let mut names = Vec::new();
+    for case in cases {
+        let Some(group) = chapter.groups.iter().find(|g| g.slug == case.group) else {
+            continue;
+        };
+        let name = chapter.track.test_name(group, &case.name);
+        let instance = case.instance.to_string();
+        // The test's own Lab, so the judge can say, of a test that reached an earlier Lab's todo!(),
+        // which Lab to finish first.
+        let mut expected = case.expected;
+        expected["test"] = serde_json::json!({"lab": group.lab, "group": group.name});
+        planned.insert(name.clone(), runner::Planned { instance, expected });
+        names.push(name);
+    }
+    (planned, names)
+}
+
+/// Where a grade's time goes: each stage's share of the wall time, as [`GradeResult::timings`] keeps it.
+struct Laps {
+    last: std::cell::Cell<Instant>,
+    laps: std::cell::RefCell<Vec<(String, Duration)>>,
+}
+
+impl Laps {
+    fn new(started: Instant) -> Laps {
+        Laps {
+            last: started.into(),
+            laps: Vec::new().into(),
+        }
+    }
+
+    /// The time since the previous lap (or the start) was spent on `stage`.
+    fn lap(&self, stage: &str) {
+        let now = Instant::now();
+        let took = now - self.last.replace(now);
+        self.laps.borrow_mut().push((stage.to_string(), took));
+    }
+
+    /// Counts `part` of the last lap as a stage of its own (the judge's share of the run).
+    fn split(&self, part: &str, took: Duration) {
+        let mut laps = self.laps.borrow_mut();
+        if let Some((_, last)) = laps.last_mut() {
+            let took = took.min(*last);
+            *last -= took;
+            laps.push((part.to_string(), took));
+        }
+    }
+
+    fn into_inner(self) -> Vec<(String, Duration)> {
+        self.laps.into_inner()
+    }
+}
+
 async fn build_and_run(
     submission: &Submission,
     opts: &GradeOptions,
     progress: &dyn Fn(Stage),
+    laps: &Laps,
     result: &mut GradeResult,
 ) -> std::result::Result<(), Problem> {
     let chapter = &submission.practice.chapter;
@@ -304,9 +373,25 @@ async fn build_and_run(
     let editable = submission.editable()?;
     let shown = |path: &str| submission.shown(path);
     // Refused constructs fail the build as a compile error would: the learner fixes their file.
-    if let Some(refused) = track.refused(&editable, &|path| shown(path), opts.lang) {
+    let refused = track.refused(&editable, &|path| shown(path), opts.lang);
+    laps.lap("refuse");
+    if let Some(refused) = refused {
         return Err(refused);
     }
+    // This grade's secret: only the records that carry it are verdicts (`channel`).
+    let secret = channel::new_key().map_err(|e| io_problem("/dev/urandom", e))?;
+    // Fresh instances for every grade (docs/JUDGE.md): nothing from a practice directory or an earlier
+    // grade can answer them. `--seed` replays a grade exactly. They are drawn on a thread of their own
+    // while the build runs (it leaves a core idle most of the time), and reach no process before the
+    // build is done.
+    let seed = match opts.seed {
+        Some(seed) => seed,
+        None => channel::new_seed().map_err(|e| io_problem("/dev/urandom", e))?,
+    };
+    let drawing = tokio::task::spawn_blocking({
+        let chapter = chapter.clone();
+        move || plan(&chapter, seed)
+    });
     let key = cache::build_key(chapter);
     let files: Vec<(&str, &[u8])> = editable
         .iter()
@@ -317,6 +402,7 @@ async fn build_and_run(
     })
     .await
     .map_err(|e| io_problem(&opts.cache.display().to_string(), e))?;
+    laps.lap("slot");
     progress(Stage::Preparing);
     prepare::prepare(chapter, &editable, &build_dir.path)?;
 
@@ -351,8 +437,10 @@ async fn build_and_run(
         track.clear_learner_outputs(&request).await?;
     }
     occupant.record(&build_dir, false).map_err(slot_io)?;
+    laps.lap("prepare");
     let command = track
         .build(&request, &|name| {
+            laps.lap(&format!("build {name}"));
             crates.set(crates.get() + 1);
             progress(Stage::Building {
                 last_crate: Some(name.to_string()),
@@ -361,6 +449,7 @@ async fn build_and_run(
             });
         })
         .await;
+    laps.lap("build");
     if command.is_ok() {
         // Unrecorded, the slot still names this learner, with outputs of no known files: the next
         // learner's grade clears them.
@@ -380,33 +469,15 @@ async fn build_and_run(
     })?;
 
     progress(Stage::Listing);
-    let key = channel::new_key().map_err(|e| io_problem("/dev/urandom", e))?;
-    // Fresh instances for every grade (docs/JUDGE.md): nothing from a practice directory or an earlier
-    // grade can answer them. `--seed` replays a grade exactly.
-    let seed = match opts.seed {
-        Some(seed) => seed,
-        None => channel::new_seed().map_err(|e| io_problem("/dev/urandom", e))?,
-    };
+    // A panic of the draw is the grader's own bug, and ends it as it would have in line.
+    let (planned, names) = drawing
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
     result.seed = Some(seed);
     if seed == crate::spec::HAND_SEED {
         result.warnings.push(Warning::PracticeSeed { seed });
     }
-    let cases = crate::spec::cases(&chapter.id, seed).unwrap_or_default();
-    let mut planned = std::collections::BTreeMap::new();
-    let mut names = Vec::new();
-    for case in cases {
-        let Some(group) = chapter.groups.iter().find(|g| g.slug == case.group) else {
-            continue;
-        };
-        let name = chapter.track.test_name(group, &case.name);
-        let instance = case.instance.to_string();
-        // The test's own Lab, so the judge can say, of a test that reached an earlier Lab's todo!(),
-        // which Lab to finish first.
-        let mut expected = case.expected;
-        expected["test"] = serde_json::json!({"lab": group.lab, "group": group.name});
-        planned.insert(name.clone(), runner::Planned { instance, expected });
-        names.push(name);
-    }
+    laps.lap("draw");
     let mut envs = vec![("PI_COURSE_LANG".into(), opts.lang.code().into())];
     envs.extend(command.envs.iter().cloned());
     let runner = runner::Runner {
@@ -415,12 +486,13 @@ async fn build_and_run(
         jobs: opts.jobs,
         sandbox: opts.sandbox.clone(),
         policy: chapter.sandbox,
-        key,
+        key: secret,
         envs,
         grades_at_once: opts.grades_at_once,
         cases: std::sync::Arc::new(planned),
         lang: opts.lang.judge(),
         machine: runner::MACHINE.clone(),
+        judging: Default::default(),
     };
     let chosen: Vec<String> = result
         .groups
@@ -441,6 +513,11 @@ async fn build_and_run(
             });
         })
         .await;
+    laps.lap("run");
+    laps.split("judge", runner.judging());
+    // The instances and expected traces are large trees of small allocations: freed on a thread of
+    // their own, the verdict does not wait for it.
+    std::thread::spawn(move || drop(runner));
     // Stack traces name the build slot (`file:///…/cache/…/slot-0/src/agent-loop.ts:12:5`); the learner
     // knows the file as `src/agent-loop.ts`, relative to their own directory.
     let slot = build_dir.path.display().to_string();

@@ -170,6 +170,8 @@ pub struct Runner {
     pub lang: compare::Lang,
     /// What the test processes share with every other grade's: [`MACHINE`], unless a test says otherwise.
     pub machine: Arc<Machine>,
+    /// The time spent judging traces so far, over every task of the run (see [`Runner::judging`]).
+    pub judging: Arc<std::sync::Mutex<Duration>>,
 }
 
 impl Runner {
@@ -205,10 +207,18 @@ impl Runner {
                 output: format!("no such test: {name}"),
             };
         };
-        match compare::judge(&case.expected, trace, self.lang) {
+        let started = Instant::now();
+        let verdict = compare::judge(&case.expected, trace, self.lang);
+        *self.judging.lock().unwrap_or_else(|e| e.into_inner()) += started.elapsed();
+        match verdict {
             None => Outcome::Passed,
             Some(message) => Outcome::Diverged { message },
         }
+    }
+
+    /// How long judging the traces has taken so far.
+    pub fn judging(&self) -> Duration {
+        *self.judging.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// What a test that did not pass expected and got, for `pi-course explain`.
@@ -771,6 +781,7 @@ fn log(gates: &std::path::Path, line: &str) {
             cases: Arc::new(cases),
             lang: compare::Lang::En,
             machine: Arc::default(),
+            judging: Default::default(),
         };
         let results = rt.block_on(runner.run(&[names], &|_| {}));
         let by_name = |n: &str| {
@@ -865,6 +876,7 @@ fn log(gates: &std::path::Path, line: &str) {
             cases: Arc::new(cases),
             lang: compare::Lang::En,
             machine: Arc::default(),
+            judging: Default::default(),
         }
     }
 

@@ -390,6 +390,9 @@ pub struct GradeResult {
     pub partial_credit: bool,
     /// The seed this grade's instances were drawn with; `None` when no test ran.
     pub seed: Option<u64>,
+    /// Where the grade's time went, stage by stage in the order they ran (`PI_COURSE_TRACE=1` prints
+    /// them; the edit-loop bench reads them). Not part of any report.
+    pub timings: Vec<(String, Duration)>,
 }
 
 impl GradeResult {
@@ -695,6 +698,7 @@ mod tests {
             elapsed: Duration::ZERO,
             partial_credit: false,
             seed: None,
+            timings: Vec::new(),
         }
     }
 

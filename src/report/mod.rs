@@ -114,6 +114,17 @@ impl Trace {
     }
 }
 
+/// `PI_COURSE_TRACE=1`: where the grade's time went, one `[timing] <stage> <seconds>` line per stage
+/// (`GradeResult::timings`), on stderr after the grade. The edit-loop bench reads these lines.
+pub fn trace_timings(result: &crate::outcome::GradeResult) {
+    if Trace::from_env().start.is_none() {
+        return;
+    }
+    for (stage, took) in &result.timings {
+        eprintln!("[timing] {stage} {:.6}", took.as_secs_f64());
+    }
+}
+
 /// A grade that is done within this time shows no spinner at all (no flicker on a warm re-grade).
 const SPINNER_DELAY: Duration = Duration::from_millis(150);
 

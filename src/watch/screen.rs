@@ -456,6 +456,7 @@ mod tests {
             elapsed: Duration::from_millis(800),
             partial_credit: false,
             seed: None,
+            timings: Vec::new(),
         }
     }
 
