@@ -19,7 +19,6 @@
 //! the first instance that diverges, named in the message.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
@@ -306,9 +305,9 @@ fn steps_of(alternative: &Value) -> Vec<Expected<'_>> {
 }
 
 /// Walks `trace` through one alternative's graph; `pairs` gets (expected step, trace step) for each match.
-fn walk(
-    alternative: &Value,
-    trace: &[Value],
+fn walk<'a>(
+    alternative: &'a Value,
+    trace: &'a [Value],
     pairs: &mut Vec<(usize, usize)>,
 ) -> Result<(), Box<Divergence>> {
     let steps = steps_of(alternative);
@@ -327,12 +326,15 @@ fn walk(
             })
             .collect()
     };
-    let try_match = |actual: &Value, matched: &[bool], bound: &Bindings| {
-        enabled(matched).into_iter().find_map(|i| {
-            let mut trial = bound.clone();
-            matches(steps[i].pattern, Some(actual), "", &mut trial)
-                .ok()
-                .map(|()| (i, trial))
+    // The first enabled step `actual` matches, its bindings added; a trial that fails binds nothing.
+    let try_match = |actual: &'a Value, matched: &[bool], bound: &mut Bindings<'a>| {
+        enabled(matched).into_iter().find(|&i| {
+            let mark = bound.mark();
+            let fits = matches(steps[i].pattern, Some(actual), "", bound).is_ok();
+            if !fits {
+                bound.undo(mark);
+            }
+            fits
         })
     };
     let mut index = 0;
@@ -342,9 +344,8 @@ fn walk(
             continue;
         }
         let actual = &trace[index];
-        if let Some((i, trial)) = try_match(actual, &matched, &bound) {
+        if let Some(i) = try_match(actual, &matched, &mut bound) {
             matched[i] = true;
-            bound = trial;
             pairs.push((i, index));
             index += 1;
             continue;
@@ -359,10 +360,9 @@ fn walk(
                 .find(|&j| is_event(&trace[j]) || is_end(&trace[j]))
                 .filter(|&j| is_event(&trace[j])),
         };
-        match late.and_then(|j| try_match(&trace[j], &matched, &bound).map(|hit| (j, hit))) {
-            Some((j, (i, trial))) => {
+        match late.and_then(|j| try_match(&trace[j], &matched, &mut bound).map(|i| (j, i))) {
+            Some((j, i)) => {
                 matched[i] = true;
-                bound = trial;
                 taken[j] = true;
                 pairs.push((i, j));
             }
@@ -536,7 +536,47 @@ fn diverge(
     }
 }
 
-type Bindings = BTreeMap<String, Value>;
+/// The free values bound so far (`$bind`), by name, in the order they were bound. Matching only ever
+/// adds to them, so a trial that fails is undone by going back to its [`Bindings::mark`]: nothing is
+/// copied to try a step.
+#[derive(Debug, Clone, Default)]
+pub struct Bindings<'a>(Vec<(&'a str, &'a Value)>);
+
+impl<'a> Bindings<'a> {
+    pub fn new() -> Bindings<'a> {
+        Bindings(Vec::new())
+    }
+
+    fn get(&self, name: &str) -> Option<&'a Value> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, v)| *v)
+    }
+
+    fn mark(&self) -> usize {
+        self.0.len()
+    }
+
+    fn undo(&mut self, mark: usize) {
+        self.0.truncate(mark);
+    }
+}
+
+/// Where in a step a value lies, put into words only when a mismatch is reported: the path of the
+/// step's root (`""` or a prefix), then keys (`a.b`) and items (`a[2]`).
+enum At<'p> {
+    Root(&'p str),
+    Key(&'p At<'p>, &'p str),
+    Item(&'p At<'p>, usize),
+}
+
+impl At<'_> {
+    fn path(&self) -> String {
+        match self {
+            At::Root(path) => path.to_string(),
+            At::Key(parent, key) => join(&parent.path(), key),
+            At::Item(parent, i) => format!("{}[{i}]", parent.path()),
+        }
+    }
+}
 
 /// Whether `actual` (`None`: the key is missing) fits `pattern`. A pattern is a value that must be equal,
 /// except for these nodes, the freedoms:
@@ -549,18 +589,29 @@ type Bindings = BTreeMap<String, Value>;
 /// - `{"$bind": NAME, "$match": P}`: P; the first value matched under NAME is kept, and a later node with
 ///   that NAME must equal it (a free value stays the same wherever it travels);
 /// - `{"$absent_or": V}`: a missing key, or V (what a track's surface cannot carry).
-pub fn matches(
-    pattern: &Value,
-    actual: Option<&Value>,
+pub fn matches<'a>(
+    pattern: &'a Value,
+    actual: Option<&'a Value>,
     path: &str,
-    bound: &mut Bindings,
+    bound: &mut Bindings<'a>,
+) -> Result<(), Mismatch> {
+    fits(pattern, actual, &At::Root(path), bound)
+}
+
+/// [`matches`], with the path kept as [`At`] until a mismatch needs it in words.
+fn fits<'a>(
+    pattern: &'a Value,
+    actual: Option<&'a Value>,
+    at: &At<'_>,
+    bound: &mut Bindings<'a>,
 ) -> Result<(), Mismatch> {
     let fail = |expected: String| {
+        let path = at.path();
         Err(Mismatch {
             path: if path.is_empty() {
                 "$".to_string()
             } else {
-                path.to_string()
+                path
             },
             expected,
             actual: actual.map_or_else(|| "(missing)".to_string(), |a| show(a, 160)),
@@ -590,7 +641,7 @@ pub fn matches(
         if let Some(inner) = node.get("$absent_or") {
             return match actual {
                 None => Ok(()),
-                Some(_) => matches(inner, actual, path, bound),
+                Some(_) => fits(inner, actual, at, bound),
             };
         }
         let Some(actual_value) = actual else {
@@ -621,11 +672,11 @@ pub fn matches(
         }
         if let Some(options) = node.get("$one_of").and_then(Value::as_array) {
             for option in options {
-                let mut trial = bound.clone();
-                if matches(option, actual, path, &mut trial).is_ok() {
-                    *bound = trial;
+                let mark = bound.mark();
+                if fits(option, actual, at, bound).is_ok() {
                     return Ok(());
                 }
+                bound.undo(mark);
             }
             return fail(describe(pattern));
         }
@@ -637,8 +688,8 @@ pub fn matches(
                 };
             }
             let inner = node.get("$match").unwrap_or(&Value::Null);
-            matches(inner, actual, path, bound)?;
-            bound.insert(name.to_string(), actual_value.clone());
+            fits(inner, actual, at, bound)?;
+            bound.0.push((name, actual_value));
             return Ok(());
         }
         return fail(describe(pattern));
@@ -649,11 +700,11 @@ pub fn matches(
     match (pattern, actual_value) {
         (Value::Object(want), Value::Object(got)) => {
             for (key, want_value) in want {
-                matches(want_value, got.get(key), &join(path, key), bound)?;
+                fits(want_value, got.get(key), &At::Key(at, key), bound)?;
             }
             match got.keys().find(|k| !want.contains_key(*k)) {
                 Some(extra) => Err(Mismatch {
-                    path: join(path, extra),
+                    path: join(&at.path(), extra),
                     expected: "(no such field)".to_string(),
                     actual: show(&got[extra], 160),
                 }),
@@ -662,11 +713,11 @@ pub fn matches(
         }
         (Value::Array(want), Value::Array(got)) => {
             for (i, want_item) in want.iter().enumerate() {
-                matches(want_item, got.get(i), &format!("{path}[{i}]"), bound)?;
+                fits(want_item, got.get(i), &At::Item(at, i), bound)?;
             }
             match got.len() > want.len() {
                 true => Err(Mismatch {
-                    path: format!("{path}[{}]", want.len()),
+                    path: format!("{}[{}]", at.path(), want.len()),
                     expected: "(no such item)".to_string(),
                     actual: show(&got[want.len()], 160),
                 }),
@@ -1164,63 +1215,76 @@ mod tests {
 
     #[test]
     fn freedoms_accept_what_they_name_and_nothing_else() {
-        let mut b = Bindings::new();
         let text = json!({"$text": "skip-text"});
-        assert!(matches(&text, Some(&json!("skipped")), "", &mut b).is_ok());
-        assert!(matches(&text, Some(&json!("  ")), "", &mut b).is_err());
+        assert!(matches(&text, Some(&json!("skipped")), "", &mut Bindings::new()).is_ok());
+        assert!(matches(&text, Some(&json!("  ")), "", &mut Bindings::new()).is_err());
         let carries = json!({"$carries": "disk full", "$without": ["DiskFull {"]});
         assert!(matches(
             &carries,
             Some(&json!("Tool x failed: disk full")),
             "",
-            &mut b
+            &mut Bindings::new()
         )
         .is_ok());
         assert!(matches(
             &carries,
             Some(&json!("DiskFull { .. }: disk full")),
             "",
-            &mut b
+            &mut Bindings::new()
         )
         .is_err());
         let stack = json!("Error: disk full\n    at run (src/agent-loop.ts:10:3)");
-        assert!(matches(&carries, Some(&stack), "", &mut b).is_err());
+        assert!(matches(&carries, Some(&stack), "", &mut Bindings::new()).is_err());
         let located = json!("disk full (src/agent_loop.rs:88:9)");
-        assert!(matches(&carries, Some(&located), "", &mut b).is_err());
-        assert!(matches(&carries, Some(&json!("disk fu")), "", &mut b).is_err());
+        assert!(matches(&carries, Some(&located), "", &mut Bindings::new()).is_err());
+        assert!(matches(&carries, Some(&json!("disk fu")), "", &mut Bindings::new()).is_err());
         let absent = json!({"k": {"$absent_or": "run"}});
-        assert!(matches(&absent, Some(&json!({})), "", &mut b).is_ok());
-        assert!(matches(&absent, Some(&json!({"k": "run"})), "", &mut b).is_ok());
-        assert!(matches(&absent, Some(&json!({"k": "other"})), "", &mut b).is_err());
+        assert!(matches(&absent, Some(&json!({})), "", &mut Bindings::new()).is_ok());
+        assert!(matches(
+            &absent,
+            Some(&json!({"k": "run"})),
+            "",
+            &mut Bindings::new()
+        )
+        .is_ok());
+        assert!(matches(
+            &absent,
+            Some(&json!({"k": "other"})),
+            "",
+            &mut Bindings::new()
+        )
+        .is_err());
     }
 
     #[test]
     fn a_bound_value_must_stay_the_same_wherever_it_travels() {
         let free = json!({"$bind": "skip:c1", "$match": {"$text": "skip-text"}});
+        let (first, again, other) = (json!("not run"), json!("not run"), json!("not run!"));
         let mut b = Bindings::new();
-        assert!(matches(&free, Some(&json!("not run")), "", &mut b).is_ok());
-        assert!(matches(&free, Some(&json!("not run")), "", &mut b).is_ok());
-        let e = matches(&free, Some(&json!("not run!")), "x", &mut b).unwrap_err();
+        assert!(matches(&free, Some(&first), "", &mut b).is_ok());
+        assert!(matches(&free, Some(&again), "", &mut b).is_ok());
+        let e = matches(&free, Some(&other), "x", &mut b).unwrap_err();
         assert_eq!(e.path, "x");
     }
 
     #[test]
     fn extra_and_missing_fields_diverge_with_their_path() {
-        let mut b = Bindings::new();
         let want = json!({"result": {"details": null, "isError": true}});
         let got = json!({"result": {"details": {}, "isError": true}});
-        let e = matches(&want, Some(&got), "", &mut b).unwrap_err();
+        let e = matches(&want, Some(&got), "", &mut Bindings::new()).unwrap_err();
         assert_eq!(
             (e.path.as_str(), e.expected.as_str(), e.actual.as_str()),
             ("result.details", "null", "{}")
         );
         let got = json!({"result": {"details": null, "isError": true, "extra": 1}});
         assert_eq!(
-            matches(&want, Some(&got), "", &mut b).unwrap_err().path,
+            matches(&want, Some(&got), "", &mut Bindings::new())
+                .unwrap_err()
+                .path,
             "result.extra"
         );
-        assert!(matches(&json!([1, 2]), Some(&json!([1])), "", &mut b).is_err());
-        assert!(matches(&json!(1), Some(&json!(1.0)), "", &mut b).is_ok());
+        assert!(matches(&json!([1, 2]), Some(&json!([1])), "", &mut Bindings::new()).is_err());
+        assert!(matches(&json!(1), Some(&json!(1.0)), "", &mut Bindings::new()).is_ok());
     }
 
     #[test]
