@@ -7,7 +7,8 @@
 //! it with `pi-course grade-class` at `--jobs 1`, 2 and the number of cores, each into fresh results (so
 //! nothing is skipped) over one warm cache, and prints submissions per minute (ratios from this one run),
 //! the cache's size on disk, and where the time goes: seconds per learner by kind, and the stages of one
-//! grade. Not a test: nothing here asserts a time.
+//! grade. With `BENCH_BASELINE` (an earlier commit's binary), also the class graded by each binary in
+//! turn, and the ratio of their throughputs. Not a test: nothing here asserts a time.
 
 mod common;
 
@@ -18,18 +19,29 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::generate::{chapter, generate, read, Kind};
-use common::{cache, BIN};
+use common::{baseline, cache, BIN};
 
 /// Grades the class at `jobs`; returns the wall time and the summary.
 fn grade_class(subs: &Path, out: &Path, jobs: usize) -> (Duration, serde_json::Value) {
+    grade_class_by(Path::new(BIN), &cache(), subs, out, jobs)
+}
+
+/// [`grade_class`] by the binary `bin`, in `cache`.
+fn grade_class_by(
+    bin: &Path,
+    cache: &Path,
+    subs: &Path,
+    out: &Path,
+    jobs: usize,
+) -> (Duration, serde_json::Value) {
     let started = Instant::now();
-    let output = Command::new(BIN)
+    let output = Command::new(bin)
         .arg("grade-class")
         .arg(subs)
         .arg("--out")
         .arg(out)
         .args(["--jobs", &jobs.to_string(), "--lang", "en"])
-        .env("PI_COURSE_CACHE", cache())
+        .env("PI_COURSE_CACHE", cache)
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
@@ -123,6 +135,36 @@ fn main() {
         for (jobs, rate) in rest {
             println!("  --jobs {jobs} / --jobs 1: {:.2}x", rate / one);
         }
+    }
+    // Side by side with an earlier binary (BENCH_BASELINE): the whole class at --jobs {cores} by each in
+    // turn, twice, into fresh results; the baseline's cache is warmed by its first round.
+    if let Some((base, base_cache)) = baseline() {
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        grade_class_by(
+            &base,
+            &base_cache,
+            &subs,
+            &tmp.path().join("warm-base"),
+            cores,
+        );
+        for round in 0..2 {
+            let out = tmp.path().join(format!("ours-{round}"));
+            ours.push(grade_class(&subs, &out, cores).0.as_secs_f64());
+            let out = tmp.path().join(format!("theirs-{round}"));
+            theirs.push(
+                grade_class_by(&base, &base_cache, &subs, &out, cores)
+                    .0
+                    .as_secs_f64(),
+            );
+        }
+        let rate = |t: &[f64]| size as f64 / (t.iter().sum::<f64>() / t.len() as f64) * 60.0;
+        println!(
+            "--jobs {cores}, alternating with {}: {:.1} submissions/minute, the baseline {:.1}: {:.2}x",
+            base.display(),
+            rate(&ours),
+            rate(&theirs),
+            rate(&ours) / rate(&theirs)
+        );
     }
     println!(
         "cache on disk: {} in all; --jobs {cores} uses {} build slots, each:",

@@ -4,27 +4,24 @@
 //! noisy; absolute figures move, ratios move less). Not a test: nothing here asserts a time.
 //!
 //! Figures: `practice` wall time; a one-line edit of `src/agent_loop.rs` to a full five-group verdict
-//! (warm); the same edit under a bare `cargo test --test ch07` in the same directory (the grader's
-//! overhead); the first grade of a fresh directory against a warm re-grade; and where an edit's time goes
-//! (cargo's own start, rustc of the learner's crate, rustc + link of the test crate, running the tests).
+//! (warm); the same edit under a bare `cargo build --lib` and a bare `cargo test --test ch07` in the same
+//! directory; the first grade of a fresh directory against a warm re-grade; and where an edit's grade
+//! goes, by the grader's own stages (`PI_COURSE_TRACE=1`): the refusal check, the slot, the learner's
+//! crate, the test target, the draw of fresh instances, the run and the judge, each as a share of the
+//! grade's wall time. The judge's share is the grader's measure on the grade's real, fresh instances.
 //!
-//! Also the judge's own cost: every test's recorded trace (the reference's, on the practice directory's
-//! fixed instances) compared with its expected trace, in process, against the edit-to-verdict time.
-//!
-//! Environment: `BENCH_RUNS` (default 7); `PI_COURSE_CACHE` (default: the test suite's cache, so
+//! Environment: `BENCH_RUNS` (default 7); `BENCH_BASELINE`, an earlier commit's binary whose grade of the
+//! same edits is measured side by side; `PI_COURSE_CACHE` (default: the test suite's cache, so
 //! dependencies are usually built already).
 
 mod common;
-
-// The grader's own comparison.
-use pi_course_judge::compare as judge;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{cache, median, ms, runs, secs, timed, BIN, REPO};
+use common::{baseline, cache, median, ms, runs, secs, timed, timed_with, BIN, REPO};
 
 fn practice(dir: &Path) -> Duration {
     timed(Command::new(BIN).args(["practice", "07"]).arg(dir), true)
@@ -112,6 +109,18 @@ fn grade_with(dir: &Path, expect_pass: bool, args: &[&str]) -> Duration {
     )
 }
 
+/// A grade of `dir` by the baseline binary (`BENCH_BASELINE`), in its own cache.
+fn grade_by((bin, cache): &(PathBuf, PathBuf), dir: &Path) -> Duration {
+    timed_with(
+        Command::new(bin)
+            .args(["grade", "--format", "json"])
+            .arg(dir)
+            .stdout(Stdio::null()),
+        cache,
+        true,
+    )
+}
+
 /// `cargo build --lib` in the practice directory: the learner's crate alone, the floor of any grade.
 fn bare_build_lib(dir: &Path, target: &Path) -> Duration {
     timed(
@@ -134,44 +143,20 @@ fn bare_cargo_test(dir: &Path, target: &Path) -> Duration {
     )
 }
 
-/// The grader's build slot that last built `dir`'s loop (see src/cache.rs).
-fn build_dir_of(dir: &Path) -> PathBuf {
-    let mine = fs::read(dir.join("src/agent_loop.rs")).unwrap();
-    let work = cache().join("work");
-    fs::read_dir(&work)
-        .expect("cache/work exists after a grade")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("07-"))
-        .flat_map(|key| {
-            fs::read_dir(key.path())
-                .into_iter()
-                .flatten()
-                .filter_map(|e| e.ok())
-        })
-        .map(|slot| slot.path())
-        .find(|slot| fs::read(slot.join("src/agent_loop.rs")).is_ok_and(|b| b == mine))
-        .expect("a slot that built this directory")
-}
-
-/// The CARGO_TARGET_DIR the grader uses for `build` (see src/cache.rs).
-fn target_of(build: &Path) -> PathBuf {
-    let key = build.parent().unwrap().file_name().unwrap();
-    cache()
-        .join("target")
-        .join(key)
-        .join(build.file_name().unwrap())
-}
-
 /// The grader's own account of one edit's grade (`PI_COURSE_TRACE=1` prints each stage's time): per
 /// stage, its median over `n` edits and its median share of the grade's wall time. Crates that cargo
 /// found fresh are summed into one line.
 fn stages(dir: &Path, edits: &mut Edits, n: usize) -> Vec<(String, f64, f64)> {
     let mut runs: Vec<(f64, std::collections::BTreeMap<String, f64>)> = Vec::new();
+    // The stages in the order a grade passes them.
+    let mut order: Vec<String> = Vec::new();
     for _ in 0..n {
         edits.edit(dir, "slot");
         let started = std::time::Instant::now();
+        let junit = dir.with_extension("junit.xml");
         let out = Command::new(BIN)
-            .args(["grade", "--format", "json"])
+            .args(["grade", "--format", "json", "--junit"])
+            .arg(&junit)
             .arg(dir)
             .env("PI_COURSE_CACHE", cache())
             .env("PI_COURSE_TRACE", "1")
@@ -180,6 +165,18 @@ fn stages(dir: &Path, edits: &mut Edits, n: usize) -> Vec<(String, f64, f64)> {
             .expect("grade runs");
         let wall = started.elapsed().as_secs_f64();
         let mut laps = std::collections::BTreeMap::new();
+        // The tests' own time, as the report gives each test's: summed over every test process, it says
+        // what one process would take, and why the run starts one per core.
+        let report = fs::read_to_string(&junit).unwrap_or_default();
+        let tests: f64 = report
+            .split("<testcase ")
+            .skip(1)
+            .filter_map(|case| {
+                let time = case.split("time=\"").nth(1)?;
+                time[..time.find('"')?].parse::<f64>().ok()
+            })
+            .sum();
+        assert!(tests > 0.0, "the JUnit report gives the tests' times");
         for line in String::from_utf8_lossy(&out.stderr).lines() {
             let Some((stage, secs)) = line
                 .strip_prefix("[timing] ")
@@ -188,10 +185,24 @@ fn stages(dir: &Path, edits: &mut Edits, n: usize) -> Vec<(String, f64, f64)> {
                 continue;
             };
             let secs: f64 = secs.parse().unwrap_or(0.0);
-            let stage = match stage.starts_with("build ") && secs < 0.005 {
-                true => "build: crates cargo found fresh".to_string(),
-                false => stage.to_string(),
+            let first_crate =
+                stage.starts_with("build ") && !order.iter().any(|s| s.starts_with("build"));
+            let stage = if first_crate {
+                // Until cargo names its first crate: its start, the lock file and the fingerprints.
+                "build: cargo's start, until its first crate".to_string()
+            } else if stage == "build" {
+                "build: after the last crate, until cargo exits".to_string()
+            } else if stage.starts_with("build pi-course-") {
+                // One package: the learner's crate, then the test target and its link.
+                "build: the learner's crate and the test target".to_string()
+            } else if stage.starts_with("build ") && secs < 0.005 {
+                "build: crates cargo found fresh".to_string()
+            } else {
+                stage.to_string()
             };
+            if !order.contains(&stage) {
+                order.push(stage.clone());
+            }
             *laps.entry(stage).or_insert(0.0) += secs;
         }
         let counted: f64 = laps.values().sum();
@@ -199,14 +210,19 @@ fn stages(dir: &Path, edits: &mut Edits, n: usize) -> Vec<(String, f64, f64)> {
             "the rest: start, read, report, exit".into(),
             (wall - counted).max(0.0),
         );
+        // Not a stage: counted after the stages' sum, it overlaps the run.
+        laps.insert("(the tests' own time, summed over processes)".into(), tests);
         runs.push((wall, laps));
     }
     let middle = |mut v: Vec<f64>| {
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());
         v[v.len() / 2]
     };
-    let names: Vec<String> = runs[0].1.keys().cloned().collect();
-    names
+    order.extend([
+        "the rest: start, read, report, exit".to_string(),
+        "(the tests' own time, summed over processes)".to_string(),
+    ]);
+    order
         .into_iter()
         .map(|name| {
             let of = |f: &dyn Fn(f64, f64) -> f64| {
@@ -221,105 +237,6 @@ fn stages(dir: &Path, edits: &mut Edits, n: usize) -> Vec<(String, f64, f64)> {
             (name, secs, share)
         })
         .collect()
-}
-
-/// Per-crate compile times of one incremental build, from cargo's `--timings` report.
-fn timings(build: &Path) -> Vec<(String, f64)> {
-    let target = target_of(build);
-    let out = Command::new("cargo")
-        .args([
-            "test",
-            "--no-run",
-            "-q",
-            "--locked",
-            "--test",
-            "ch07",
-            "--timings",
-        ])
-        .current_dir(build)
-        .env("CARGO_TARGET_DIR", &target)
-        .output()
-        .expect("cargo");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let html =
-        fs::read_to_string(target.join("cargo-timings/cargo-timing.html")).unwrap_or_default();
-    let Some(start) = html.find("const UNIT_DATA = ") else {
-        return Vec::new();
-    };
-    let rest = &html[start + "const UNIT_DATA = ".len()..];
-    let json = &rest[..rest.find(";\n").unwrap_or(rest.len())];
-    let units: Vec<serde_json::Value> = serde_json::from_str(json).unwrap_or_default();
-    units
-        .iter()
-        // Units cargo found fresh are listed too, with no time: only what was rebuilt matters here.
-        .filter(|u| u["duration"].as_f64().unwrap_or(0.0) > 0.0005)
-        .map(|u| {
-            let name = format!(
-                "{}{}",
-                u["name"].as_str().unwrap_or("?"),
-                u["target"].as_str().unwrap_or("")
-            );
-            (name, u["duration"].as_f64().unwrap_or(0.0))
-        })
-        .collect()
-}
-
-/// The median time to judge every test of one grade: the reference's traces, recorded by hand on the
-/// practice directory's fixed instances (`PI_COURSE_TRACE=1`), compared with their expected traces.
-fn judge_cost(dir: &Path, target: &Path, n: usize) -> Duration {
-    let out = Command::new("cargo")
-        .args(["test", "-q", "--test", "ch07"])
-        .current_dir(dir)
-        .env("CARGO_TARGET_DIR", target)
-        .env("PI_COURSE_TRACE", "1")
-        .output()
-        .expect("cargo test runs");
-    let mut traces: std::collections::BTreeMap<String, Vec<serde_json::Value>> = Default::default();
-    for line in String::from_utf8_lossy(&out.stderr).lines() {
-        let Some((name, step)) = line.strip_prefix('[').and_then(|l| l.split_once("] ")) else {
-            continue;
-        };
-        if let Ok(step) = serde_json::from_str(step) {
-            traces.entry(name.to_string()).or_default().push(step);
-        }
-    }
-    let fixture = fs::read_to_string(dir.join("tests/ch07/expected.json")).unwrap();
-    let fixture: serde_json::Value = serde_json::from_str(&fixture).unwrap();
-    let cases: Vec<(serde_json::Value, Vec<serde_json::Value>)> = fixture["tests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| {
-            let name = format!(
-                "{}::{}",
-                t["group"].as_str()?.replace('-', "_"),
-                t["name"].as_str()?
-            );
-            Some((t["expected"].clone(), traces.remove(&name)?))
-        })
-        .collect();
-    assert!(
-        cases.len() > 50,
-        "traces recorded for {} tests",
-        cases.len()
-    );
-    let rounds = (0..n.max(5))
-        .map(|_| {
-            let started = std::time::Instant::now();
-            for (expected, trace) in &cases {
-                assert!(
-                    judge::compare(expected, trace).is_ok(),
-                    "the reference passes"
-                );
-            }
-            started.elapsed()
-        })
-        .collect();
-    median(rounds)
 }
 
 fn main() {
@@ -355,11 +272,26 @@ fn main() {
         Vec::new(),
     );
     let mut edits = Edits::new();
-    let mut build = None;
+    // The same edits graded by the baseline binary, in a practice directory it made itself.
+    let base = baseline().map(|base| {
+        let dir = root.join("baseline-loop");
+        timed_with(
+            Command::new(&base.0).args(["practice", "07"]).arg(&dir),
+            &base.1,
+            true,
+        );
+        edit(&dir, 0);
+        grade_by(&base, &dir);
+        (base, dir)
+    });
+    let mut based = Vec::new();
     for i in 1..=n {
         edits.edit(&dir, "slot");
         regrade.push(grade(&dir, true));
-        build = Some(build_dir_of(&dir));
+        if let Some((base, base_dir)) = &base {
+            edits.edit(base_dir, "baseline");
+            based.push(grade_by(base, base_dir));
+        }
         edits.edit(&dir, "lib");
         lib.push(bare_build_lib(&dir, &lib_target));
         edits.edit(&dir, "slot");
@@ -376,29 +308,15 @@ fn main() {
         first_edit.push(grade(&fresh_dir, false));
     }
 
-    // The judge's share: the traces of one whole grade compared with their expected traces.
-    let judging = judge_cost(&dir, &bare_target, n);
-
-    // Where the time of one edit goes, measured in the grader's own build directory.
-    // A grade with nothing to rebuild: cargo's check, then listing and running the tests.
+    // A grade with nothing to rebuild: cargo's check, then running the tests and judging them.
     let unchanged = median((0..n).map(|_| grade(&dir, true)).collect());
+    // Where the time of one edit goes, by the grader's own account; the judge's share is one of them.
     let shares = stages(&dir, &mut edits, n);
-    let build = build.expect("at least one run");
-    edits.edit(&build, "slot");
-    let units = timings(&build);
-    let noop = median(
-        (0..n)
-            .map(|_| {
-                timed(
-                    Command::new("cargo")
-                        .args(["test", "--no-run", "-q", "--locked", "--test", "ch07"])
-                        .current_dir(&build)
-                        .env("CARGO_TARGET_DIR", target_of(&build)),
-                    true,
-                )
-            })
-            .collect(),
-    );
+    let judged = shares
+        .iter()
+        .find(|(stage, ..)| stage == "judge")
+        .map(|&(_, secs, share)| (secs, share))
+        .expect("the grader reports its judge's time");
 
     let (p, r, b, f) = (
         median(practice_times),
@@ -439,6 +357,19 @@ fn main() {
         "edit-to-verdict / bare cargo build --lib",
         ratio(&regrade, &lib)
     );
+    if let Some(((bin, _), _)) = &base {
+        println!(
+            "{:<44} {:>10}   ({})",
+            "one-line edit -> verdict, the baseline",
+            secs(median(based.clone())),
+            bin.display()
+        );
+        println!(
+            "{:<44} {:>9.2}x   <= 1.0x",
+            "edit-to-verdict / the baseline's",
+            ratio(&regrade, &based)
+        );
+    }
     println!(
         "{:<44} {:>9.2}x   < 1.10x",
         "grader overhead (grade / bare cargo test)",
@@ -457,12 +388,17 @@ fn main() {
     println!(
         "{:<44} {:>10}",
         "judging every test of one grade",
-        format!("{:.1} ms", judging.as_secs_f64() * 1e3)
+        format!("{:.1} ms", judged.0 * 1e3)
     );
     println!(
         "{:<44} {:>9.1}%   <= 5%",
         "judging / edit-to-verdict",
-        100.0 * judging.as_secs_f64() / r.as_secs_f64()
+        100.0 * judged.1
+    );
+    println!(
+        "{:<44} {:>10}",
+        "re-grade with nothing to rebuild",
+        secs(unchanged)
     );
     println!("{:<44} {:>10}", "fresh directory, first grade", secs(f));
     println!(
@@ -483,30 +419,6 @@ fn main() {
     println!();
     println!("where one edit's grade goes (the grader's own stages, PI_COURSE_TRACE=1; medians):");
     for (stage, secs, share) in &shares {
-        println!("  {:<42} {:>8.3} s {:>6.1}%", stage, secs, 100.0 * share);
+        println!("  {:<48} {:>8.3} s {:>6.1}%", stage, secs, 100.0 * share);
     }
-    println!();
-    println!("where one edit's time goes (cargo --timings in the grader's build directory):");
-    println!(
-        "  {:<42} {:>10}",
-        "cargo start + fingerprints (no-op build)",
-        secs(noop)
-    );
-    for (name, d) in &units {
-        let what = if name.contains("(test)") {
-            format!("test target {name} (rustc + link)")
-        } else {
-            format!("learner crate {name}")
-        };
-        println!("  {:<42} {:>10}", what, format!("{d:.3} s"));
-    }
-    println!(
-        "  {:<42} {:>10}",
-        "running the tests (grade with nothing to build", ""
-    );
-    println!(
-        "  {:<42} {:>10}",
-        "   minus a no-op cargo)",
-        secs(unchanged.saturating_sub(noop))
-    );
 }

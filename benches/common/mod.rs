@@ -17,6 +17,17 @@ pub fn cache() -> PathBuf {
         .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("pi-course-cache"))
 }
 
+/// `BENCH_BASELINE`: another pi-course binary (an earlier commit's, built by hand) that a bench measures
+/// side by side with this one, alternating, each with a cache of its own; with it, the figures it
+/// prints.
+pub fn baseline() -> Option<(PathBuf, PathBuf)> {
+    let bin = PathBuf::from(std::env::var_os("BENCH_BASELINE")?);
+    assert!(bin.is_file(), "BENCH_BASELINE={} is no file", bin.display());
+    let mut cache = cache().into_os_string();
+    cache.push("-baseline");
+    Some((bin, cache.into()))
+}
+
 /// `BENCH_RUNS`, default 7.
 pub fn runs() -> usize {
     std::env::var("BENCH_RUNS")
