@@ -109,16 +109,31 @@ fn grade_with(dir: &Path, expect_pass: bool, args: &[&str]) -> Duration {
     )
 }
 
-/// A grade of `dir` by the baseline binary (`BENCH_BASELINE`), in its own cache.
-fn grade_by((bin, cache): &(PathBuf, PathBuf), dir: &Path) -> Duration {
-    timed_with(
+/// A grade of `dir` by the baseline binary (`BENCH_BASELINE`), in its own cache: its wall time, and the
+/// tests' own time summed (its chapter may hold other tests than this one's).
+fn grade_by((bin, cache): &(PathBuf, PathBuf), dir: &Path) -> (Duration, f64) {
+    let junit = dir.with_extension("junit.xml");
+    let took = timed_with(
         Command::new(bin)
-            .args(["grade", "--format", "json"])
+            .args(["grade", "--format", "json", "--junit"])
+            .arg(&junit)
             .arg(dir)
             .stdout(Stdio::null()),
         cache,
         true,
-    )
+    );
+    (took, tests_own_time(&junit))
+}
+
+/// [`grade`], with the tests' own time summed.
+fn grade_with_tests(dir: &Path) -> (Duration, f64) {
+    let junit = dir.with_extension("junit.xml");
+    let took = grade_with(
+        dir,
+        true,
+        &["--junit", junit.to_str().expect("a UTF-8 path")],
+    );
+    (took, tests_own_time(&junit))
 }
 
 /// `cargo build --lib` in the practice directory: the learner's crate alone, the floor of any grade.
@@ -141,6 +156,21 @@ fn bare_cargo_test(dir: &Path, target: &Path) -> Duration {
             .env("RUST_BACKTRACE", "0"),
         true,
     )
+}
+
+/// The tests' own time, summed over every test of a JUnit report: what one process would take.
+fn tests_own_time(junit: &Path) -> f64 {
+    let report = fs::read_to_string(junit).unwrap_or_default();
+    let tests: f64 = report
+        .split("<testcase ")
+        .skip(1)
+        .filter_map(|case| {
+            let time = case.split("time=\"").nth(1)?;
+            time[..time.find('"')?].parse::<f64>().ok()
+        })
+        .sum();
+    assert!(tests > 0.0, "the JUnit report gives the tests' times");
+    tests
 }
 
 /// The grader's own account of one edit's grade (`PI_COURSE_TRACE=1` prints each stage's time): per
@@ -167,16 +197,8 @@ fn stages(dir: &Path, edits: &mut Edits, n: usize) -> Vec<(String, f64, f64)> {
         let mut laps = std::collections::BTreeMap::new();
         // The tests' own time, as the report gives each test's: summed over every test process, it says
         // what one process would take, and why the run starts one per core.
-        let report = fs::read_to_string(&junit).unwrap_or_default();
-        let tests: f64 = report
-            .split("<testcase ")
-            .skip(1)
-            .filter_map(|case| {
-                let time = case.split("time=\"").nth(1)?;
-                time[..time.find('"')?].parse::<f64>().ok()
-            })
-            .sum();
-        assert!(tests > 0.0, "the JUnit report gives the tests' times");
+        let tests = tests_own_time(&junit);
+        let mut in_build = false;
         for line in String::from_utf8_lossy(&out.stderr).lines() {
             let Some((stage, secs)) = line
                 .strip_prefix("[timing] ")
@@ -185,8 +207,8 @@ fn stages(dir: &Path, edits: &mut Edits, n: usize) -> Vec<(String, f64, f64)> {
                 continue;
             };
             let secs: f64 = secs.parse().unwrap_or(0.0);
-            let first_crate =
-                stage.starts_with("build ") && !order.iter().any(|s| s.starts_with("build"));
+            let first_crate = stage.starts_with("build ") && !in_build;
+            in_build |= first_crate;
             let stage = if first_crate {
                 // Until cargo names its first crate: its start, the lock file and the fingerprints.
                 "build: cargo's start, until its first crate".to_string()
@@ -284,13 +306,19 @@ fn main() {
         grade_by(&base, &dir);
         (base, dir)
     });
-    let mut based = Vec::new();
+    let (mut based, mut based_tests, mut ours_tests) = (Vec::new(), Vec::new(), Vec::new());
     for i in 1..=n {
         edits.edit(&dir, "slot");
-        regrade.push(grade(&dir, true));
         if let Some((base, base_dir)) = &base {
+            let (took, tests) = grade_with_tests(&dir);
+            regrade.push(took);
+            ours_tests.push(Duration::from_secs_f64(tests));
             edits.edit(base_dir, "baseline");
-            based.push(grade_by(base, base_dir));
+            let (took, tests) = grade_by(base, base_dir);
+            based.push(took);
+            based_tests.push(Duration::from_secs_f64(tests));
+        } else {
+            regrade.push(grade(&dir, true));
         }
         edits.edit(&dir, "lib");
         lib.push(bare_build_lib(&dir, &lib_target));
@@ -368,6 +396,11 @@ fn main() {
             "{:<44} {:>9.2}x   <= 1.0x",
             "edit-to-verdict / the baseline's",
             ratio(&regrade, &based)
+        );
+        println!(
+            "{:<44} {:>9.2}x",
+            "the tests' own time / the baseline's",
+            ratio(&ours_tests, &based_tests)
         );
     }
     println!(

@@ -499,7 +499,9 @@ async fn build_and_run(
         .iter()
         .flat_map(|g| runner::tests_of(&names, &chapter.test_prefix(&g.group)))
         .collect();
-    let batches = runner::batches(&chosen, opts.jobs);
+    let batches = runner::batches(&chosen, opts.jobs, |name| {
+        runner::cost_of(&runner.cases, name)
+    });
 
     let total = chosen.len();
     let done = std::cell::Cell::new(0);
@@ -521,6 +523,14 @@ async fn build_and_run(
     // Stack traces name the build slot (`file:///…/cache/…/slot-0/src/agent-loop.ts:12:5`); the learner
     // knows the file as `src/agent-loop.ts`, relative to their own directory.
     let slot = build_dir.path.display().to_string();
+    // Batches are made by cost; a report lists the tests in the chapter's order.
+    let order: std::collections::HashMap<&str, usize> = chosen
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (name.as_str(), i))
+        .collect();
+    let mut results = results;
+    results.sort_by_key(|t| order.get(t.name.as_str()).copied().unwrap_or(usize::MAX));
     let results: Vec<_> = results
         .into_iter()
         .map(|mut t| {

@@ -599,13 +599,39 @@ async fn drain(
     tokio::join!(one(stdout), one(stderr))
 }
 
-/// Splits `names` into `jobs` batches of about equal size, in order: one process per core.
-pub fn batches(names: &[String], jobs: usize) -> Vec<Vec<String>> {
-    if names.is_empty() {
-        return Vec::new();
+/// Splits `names` into at most `jobs` batches, one process per core, of about equal cost: the run ends
+/// when its slowest process does, and one long test (a run of a thousand steps) beside many short ones
+/// would leave the other cores idle. Each test goes, the costliest first, to the batch that costs least
+/// so far; a batch keeps the order of `names`.
+pub fn batches(names: &[String], jobs: usize, cost: impl Fn(&str) -> usize) -> Vec<Vec<String>> {
+    let count = jobs.max(1).min(names.len());
+    let mut by_cost: Vec<(usize, usize)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (cost(name), i))
+        .collect();
+    by_cost.sort_by_key(|&(cost, i)| (std::cmp::Reverse(cost), i));
+    let mut loads = vec![(0usize, Vec::new()); count];
+    for (cost, i) in by_cost {
+        let lightest = (0..count)
+            .min_by_key(|&b| loads[b].0)
+            .expect("at least one batch");
+        loads[lightest].0 += cost;
+        loads[lightest].1.push(i);
     }
-    let size = names.len().div_ceil(jobs.max(1));
-    names.chunks(size).map(<[String]>::to_vec).collect()
+    loads
+        .into_iter()
+        .map(|(_, mut members)| {
+            members.sort_unstable();
+            members.into_iter().map(|i| names[i].clone()).collect()
+        })
+        .collect()
+}
+
+/// What a test costs to run, as [`batches`] weighs it: the size of its instance, which grows with the
+/// turns, events and calls its driver plays.
+pub fn cost_of(cases: &BTreeMap<String, Planned>, name: &str) -> usize {
+    cases.get(name).map_or(1, |case| case.instance.len().max(1))
 }
 
 /// The tests of one group: the names that start with its prefix (`plain_stop::x` for `plain_stop::`).
@@ -1015,12 +1041,27 @@ fn log(gates: &std::path::Path, line: &str) {
     fn batches_split_evenly_in_order() {
         let names: Vec<String> = (0..5).map(|i| i.to_string()).collect();
         assert_eq!(
-            batches(&names, 2),
-            vec![vec!["0", "1", "2"], vec!["3", "4"]]
+            batches(&names, 2, |_| 1),
+            vec![vec!["0", "2", "4"], vec!["1", "3"]]
         );
-        assert_eq!(batches(&names, 8).len(), 5);
-        assert_eq!(batches(&names, 0).len(), 1);
-        assert!(batches(&[], 2).is_empty());
+        assert_eq!(batches(&names, 8, |_| 1).len(), 5);
+        assert_eq!(batches(&names, 0, |_| 1), vec![names.clone()]);
+        assert!(batches(&[], 2, |_| 1).is_empty());
+    }
+
+    #[test]
+    fn a_long_test_gets_a_batch_of_its_own_and_the_rest_share_the_others() {
+        let names: Vec<String> = (0..7).map(|i| i.to_string()).collect();
+        let cost = |name: &str| if name == "5" { 100 } else { 10 };
+        assert_eq!(
+            batches(&names, 2, cost),
+            vec![vec!["5"], vec!["0", "1", "2", "3", "4", "6"]]
+        );
+        // Every name is in exactly one batch, whatever the costs.
+        let cost = |name: &str| name.parse::<usize>().unwrap() * 7 % 5;
+        let mut all: Vec<String> = batches(&names, 3, cost).concat();
+        all.sort();
+        assert_eq!(all, names);
     }
 
     #[test]
